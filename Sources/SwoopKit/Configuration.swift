@@ -1,0 +1,96 @@
+import Foundation
+
+/// How the manager downloads: retries, timeouts, redirects, TLS, durability. A value with defaults;
+/// change what you need.
+public struct Configuration: Sendable {
+    /// When and how often a failed attempt is tried again.
+    public struct Retry: Sendable, Hashable {
+        /// How many times a retryable failure is retried in a row (an attempt that wrote bytes resets
+        /// the count, so a slow flaky server still finishes).
+        public var maxRetries: Int = 5
+        /// The first delay; each further retry doubles it, with jitter.
+        public var baseDelay: Duration = .milliseconds(500)
+        /// The largest backoff delay.
+        public var maxDelay: Duration = .seconds(30)
+        /// The largest `Retry-After` honoured.
+        public var maxRetryAfter: Duration = .seconds(120)
+        public init() {}
+    }
+
+    /// Time limits. Neither is a total deadline: a slow but live download never dies.
+    public struct Timeouts: Sendable, Hashable {
+        /// How long to wait for a connection (TCP and TLS).
+        public var connect: Duration = .seconds(30)
+        /// How long the connection may stay silent before the attempt fails (and is retried).
+        public var idle: Duration = .seconds(60)
+        public init() {}
+    }
+
+    /// Redirect rules.
+    public struct Redirects: Sendable, Hashable {
+        /// The most redirects followed for one request.
+        public var maxRedirects: Int = 10
+        /// Whether an https URL may redirect to plain http.
+        public var allowInsecureDowngrade: Bool = false
+        public init() {}
+    }
+
+    /// TLS trust.
+    public struct TLS: Sendable, Hashable {
+        /// A PEM file of extra trusted certificates (a private CA).
+        public var caCertificatePath: String?
+        /// Skip certificate verification entirely. Dangerous.
+        public var insecure: Bool = false
+        public init() {}
+    }
+
+    /// How often progress is recorded.
+    public struct Durability: Sendable, Hashable {
+        /// Record progress in the store after at most this many new bytes. Bounds what a process
+        /// crash costs.
+        public var checkpointBytes: Int = 1 << 20
+        /// Record progress at least this often while bytes arrive.
+        public var checkpointInterval: Duration = .milliseconds(500)
+        /// Flush the part file to disk (`fdatasync`, off the hot path) this often. Bounds what a
+        /// machine crash costs.
+        public var syncInterval: Duration = .seconds(5)
+        public init() {}
+    }
+
+    public var retry = Retry()
+    public var timeouts = Timeouts()
+    public var redirects = Redirects()
+    public var tls = TLS()
+    public var durability = Durability()
+    /// Headers sent with every request, after Swoop's own (a name given here replaces Swoop's).
+    public var headers: [(name: String, value: String)] = []
+    /// The `User-Agent` header.
+    public var userAgent: String = "swoop/\(Swoop.version)"
+    /// Where cross-process lock files live; `nil` disables cross-process locking.
+    public var lockDirectory: String?
+    /// The socket read size. Large reads move bulk data with far fewer wake-ups.
+    public var receiveBufferSize: Int = 1 << 20
+
+    /// The default configuration.
+    public init() {}
+}
+
+extension Configuration: Hashable {
+    public static func == (lhs: Configuration, rhs: Configuration) -> Bool {
+        lhs.retry == rhs.retry && lhs.timeouts == rhs.timeouts && lhs.redirects == rhs.redirects
+            && lhs.tls == rhs.tls && lhs.durability == rhs.durability && lhs.userAgent == rhs.userAgent
+            && lhs.lockDirectory == rhs.lockDirectory && lhs.receiveBufferSize == rhs.receiveBufferSize
+            && lhs.headers.elementsEqual(rhs.headers, by: { $0 == $1 })
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(userAgent)
+        hasher.combine(lockDirectory)
+    }
+}
+
+/// Facts about the library.
+public enum Swoop {
+    /// The library's version.
+    public static let version = "0.1.0"
+}

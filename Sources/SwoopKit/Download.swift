@@ -1,0 +1,94 @@
+import Foundation
+
+/// A value snapshot of one download: what it is, where it goes and how far it got.
+public struct Download: Sendable, Codable, Hashable, Identifiable {
+    /// A stable identifier, kept in the store across restarts.
+    public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The identifier's text (a UUID).
+        public var rawValue: String
+        /// Wraps an identifier's text.
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// A new random identifier.
+        public static func make() -> ID { ID(UUID().uuidString.lowercased()) }
+        public var description: String { rawValue }
+    }
+
+    /// Where a download is in its life. See `docs/ARCHITECTURE.md` for the transitions.
+    public enum State: String, Sendable, Codable, Hashable, CaseIterable {
+        /// Known but not transferring (queued, or never started).
+        case waiting
+        /// Transferring now.
+        case active
+        /// Stopped by the user (Ctrl-C, pause); resumable from its saved progress.
+        case paused
+        /// The final file exists and is complete.
+        case completed
+        /// Stopped by an error; resumable from its saved progress.
+        case failed
+        /// Removed by the user.
+        case removed
+    }
+
+    public var id: ID
+    /// The URL as the user gave it.
+    public var url: String
+    /// The final path, once the file name is known (after the first response).
+    public var destination: String?
+    public var state: State
+    /// The full length of the file, or `nil` while it is unknown.
+    public var totalBytes: Int?
+    /// Bytes of the file that are in the part file (or the whole file, once completed).
+    public var completedBytes: Int
+    /// The current transfer speed, averaged over the last few seconds; 0 when not active.
+    public var bytesPerSecond: Double
+    /// The last error's message, for failed downloads.
+    public var error: String?
+
+    /// The fraction done in 0...1, or `nil` when the length is unknown.
+    public var fractionCompleted: Double? {
+        guard let total = totalBytes, total > 0 else { return totalBytes == 0 ? 1 : nil }
+        return min(1, Double(completedBytes) / Double(total))
+    }
+
+    /// Creates a snapshot.
+    public init(
+        id: ID, url: String, destination: String?, state: State, totalBytes: Int?, completedBytes: Int,
+        bytesPerSecond: Double = 0, error: String? = nil
+    ) {
+        self.id = id
+        self.url = url
+        self.destination = destination
+        self.state = state
+        self.totalBytes = totalBytes
+        self.completedBytes = completedBytes
+        self.bytesPerSecond = bytesPerSecond
+        self.error = error
+    }
+}
+
+/// Something that happened to a download. Every event carries a full snapshot.
+public enum DownloadEvent: Sendable {
+    /// The download is known to the manager.
+    case added(Download)
+    /// A transfer began (or began again), from `completedBytes`.
+    case started(Download)
+    /// More bytes arrived. May be coalesced.
+    case progress(Download)
+    /// Something the user should know that is not an error: a restart from zero and why, a retry.
+    case notice(Download, String)
+    /// The download stopped at the caller's request; its progress is saved.
+    case paused(Download)
+    /// The final file is in place.
+    case completed(Download)
+    /// The download stopped with an error; its progress is saved.
+    case failed(Download, SwoopError)
+
+    /// The snapshot this event carries.
+    public var download: Download {
+        switch self {
+        case .added(let d), .started(let d), .progress(let d), .notice(let d, _), .paused(let d),
+            .completed(let d), .failed(let d, _):
+            return d
+        }
+    }
+}

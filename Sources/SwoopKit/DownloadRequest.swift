@@ -1,0 +1,69 @@
+import Foundation
+
+/// What to do when the chosen file name is already taken by a file Swoop did not create.
+public enum CollisionPolicy: String, Sendable, Codable, CaseIterable {
+    /// Pick `name.1.ext`, `name.2.ext`, … (the default).
+    case rename
+    /// Replace the existing file when the download completes.
+    case overwrite
+    /// Fail with ``SwoopError/Code/destinationExists``.
+    case fail
+}
+
+/// One download to make: the URL, where it goes and how to check it.
+public struct DownloadRequest: Sendable {
+    /// The URL (http or https only).
+    public var url: URL
+    /// The absolute directory the file is written to.
+    public var directory: String
+    /// The file name to use instead of the server's or the URL's.
+    public var fileName: String?
+    /// Extra request headers for this download.
+    public var headers: [(name: String, value: String)] = []
+    /// The expected checksum, verified before the file gets its final name.
+    public var checksum: Checksum?
+    /// What to do when the name is taken.
+    public var collisionPolicy: CollisionPolicy = .rename
+
+    /// Validates and creates a request.
+    ///
+    /// - Parameters:
+    ///   - url: An absolute http or https URL.
+    ///   - directory: The target directory; relative paths are resolved against the current directory.
+    ///   - fileName: A file name to use; it must not contain a path separator.
+    /// - Throws: ``SwoopError`` with code ``SwoopError/Code/invalidURL``,
+    ///   ``SwoopError/Code/unsupportedScheme`` or ``SwoopError/Code/invalidArgument``.
+    public init(url: String, directory: String, fileName: String? = nil) throws {
+        self.url = try Self.validate(url)
+        self.directory = Self.absolute(directory)
+        if let fileName {
+            guard FileNaming.sanitize(fileName) == fileName else {
+                throw SwoopError(.invalidArgument, "invalid output file name: \(fileName)")
+            }
+        }
+        self.fileName = fileName
+    }
+
+    /// Checks that `string` is an absolute http(s) URL with a host.
+    public static func validate(_ string: String) throws -> URL {
+        let trimmed = string.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, let components = URLComponents(string: trimmed), let scheme = components.scheme
+        else {
+            throw SwoopError(.invalidURL, "invalid URL: \(string)")
+        }
+        guard ["http", "https"].contains(scheme.lowercased()) else {
+            throw SwoopError(.unsupportedScheme, "unsupported URL scheme '\(scheme)' in \(string): only http and https")
+        }
+        guard let host = components.host, !host.isEmpty, let url = components.url else {
+            throw SwoopError(.invalidURL, "invalid URL (no host): \(string)")
+        }
+        return url
+    }
+
+    static func absolute(_ path: String) -> String {
+        let expanded = (path as NSString).expandingTildeInPath
+        let absolute = expanded.hasPrefix("/")
+            ? expanded : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(expanded)
+        return (absolute as NSString).standardizingPath
+    }
+}

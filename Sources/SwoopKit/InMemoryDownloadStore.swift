@@ -1,0 +1,41 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// A ``DownloadStore`` that keeps records in memory only: nothing survives the process.
+public final class InMemoryDownloadStore: DownloadStore {
+    private let records = NIOLockedValueBox<[Download.ID: DownloadRecord]>([:])
+
+    /// Creates an empty store.
+    public init() {}
+
+    public func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
+        records.withLockedValue { records in
+            records.values.first { $0.url == url && $0.directory == directory && $0.requestedName == requestedName }
+        }
+    }
+
+    public func record(id: Download.ID) throws -> DownloadRecord? {
+        records.withLockedValue { $0[id] }
+    }
+
+    public func save(_ record: DownloadRecord) throws {
+        records.withLockedValue { $0[record.id] = record }
+    }
+
+    public func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String) throws {
+        records.withLockedValue { records in
+            records[id]?.committedBytes = committedBytes
+            records[id]?.syncedBytes = syncedBytes
+            records[id]?.bootID = bootID
+            records[id]?.updatedAt = Date()
+        }
+    }
+
+    public func all() throws -> [DownloadRecord] {
+        records.withLockedValue { $0.values.sorted { $0.createdAt < $1.createdAt } }
+    }
+
+    public func delete(id: Download.ID) throws {
+        _ = records.withLockedValue { $0.removeValue(forKey: id) }
+    }
+}

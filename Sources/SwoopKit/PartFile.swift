@@ -1,0 +1,213 @@
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file a download writes into before it gets its final name. Bytes go in with `pwrite` at
+/// explicit offsets; `fdatasync` runs off the hot path and reports how far the disk is known to hold.
+/// The file is `flock`ed for as long as it is open, so two processes never write one download.
+final class PartFile: Sendable {
+    let path: String
+    private let fd: Int32
+    private let syncQueue = DispatchQueue(label: "swoop.partfile.sync")
+    private let sync = NIOLockedValueBox(SyncState())
+
+    private struct SyncState {
+        var synced = 0
+        var inFlight = false
+        var error: Int32?
+    }
+
+    private init(path: String, fd: Int32) {
+        self.path = path
+        self.fd = fd
+    }
+
+    deinit {
+        syncQueue.sync {}
+        _ = Glibc.close(fd)
+    }
+
+    /// Opens (or creates) a part file and locks it.
+    ///
+    /// - Parameter exclusive: Fail with `EEXIST` (returned as `nil`) when the file already exists.
+    /// - Returns: The open file, or `nil` when `exclusive` and the file exists.
+    /// - Throws: ``SwoopError/Code/inUse`` when another process holds it; a file-system error otherwise.
+    static func open(_ path: String, exclusive: Bool) throws -> PartFile? {
+        let flags = O_RDWR | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : 0)
+        let fd = Glibc.open(path, flags, 0o644)
+        if fd < 0 {
+            if exclusive && errno == EEXIST { return nil }
+            throw SwoopError.fileSystem("create", path: path, errno: errno)
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            _ = Glibc.close(fd)
+            if code == EWOULDBLOCK {
+                throw SwoopError(.inUse, "\(path) is being downloaded by another swoop process")
+            }
+            throw SwoopError.fileSystem("lock", path: path, errno: code)
+        }
+        return PartFile(path: path, fd: fd)
+    }
+
+    /// The file's current size.
+    func size() throws -> Int {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw SwoopError.fileSystem("stat", path: path, errno: errno) }
+        return Int(info.st_size)
+    }
+
+    /// Cuts the file to `length` bytes and forgets any sync beyond it.
+    func truncate(to length: Int) throws {
+        guard ftruncate(fd, off_t(length)) == 0 else {
+            throw SwoopError.fileSystem("truncate", path: path, errno: errno)
+        }
+        sync.withLockedValue { $0.synced = min($0.synced, length) }
+    }
+
+    /// Writes all readable bytes of `buffer` at `offset`.
+    func write(_ buffer: ByteBuffer, at offset: Int) throws {
+        try buffer.withUnsafeReadableBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw SwoopError.fileSystem("write to", path: path, errno: errno)
+                }
+                done += n
+            }
+        }
+    }
+
+    /// Flushes the file's data to disk now and records `offset` as synced.
+    func syncNow(upTo offset: Int) throws {
+        syncQueue.sync {}
+        guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+        sync.withLockedValue { $0.synced = max($0.synced, offset) }
+    }
+
+    /// Starts an `fdatasync` on a background queue unless one is running; when it finishes,
+    /// ``syncedBytes`` becomes `offset`. The caller keeps writing meanwhile.
+    func syncInBackground(upTo offset: Int) {
+        let start = sync.withLockedValue { state -> Bool in
+            guard !state.inFlight else { return false }
+            state.inFlight = true
+            return true
+        }
+        guard start else { return }
+        syncQueue.async { [fd, sync] in
+            let failed = fdatasync(fd) != 0 ? errno : nil
+            sync.withLockedValue { state in
+                state.inFlight = false
+                if let failed { state.error = failed } else { state.synced = max(state.synced, offset) }
+            }
+        }
+    }
+
+    /// Bytes from the start known to be on disk.
+    var syncedBytes: Int { sync.withLockedValue { $0.synced } }
+
+    /// Sets what is known to be on disk (from the store, when the part file is reopened in the
+    /// same boot this is unknown, so callers pass what the store trusted).
+    func assumeSynced(_ offset: Int) { sync.withLockedValue { $0.synced = offset } }
+}
+
+/// A cross-process lock on one download, held as an `flock` on a small file that names the holder.
+/// The kernel drops it when the process dies, however it dies.
+final class ProcessLock: Sendable {
+    private let fd: Int32
+
+    private init(fd: Int32) { self.fd = fd }
+
+    deinit { _ = Glibc.close(fd) }
+
+    /// Takes the lock at `path`, or throws ``SwoopError/Code/inUse`` naming the holder's PID.
+    static func acquire(_ path: String, what: String) throws -> ProcessLock {
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw SwoopError.fileSystem("create lock file", path: path, errno: errno) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let n = pread(fd, &buffer, buffer.count, 0)
+            _ = Glibc.close(fd)
+            guard code == EWOULDBLOCK else { throw SwoopError.fileSystem("lock", path: path, errno: code) }
+            let pid = n > 0 ? String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
+            throw SwoopError(.inUse, "\(what) is already being downloaded by another swoop process (pid \(pid))")
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pwrite(fd, pid, pid.count, 0)
+        return ProcessLock(fd: fd)
+    }
+}
+
+enum FileSystem {
+    /// The kernel's boot id; a change means the machine restarted and unsynced bytes are suspect.
+    static let bootID: String = {
+        let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+        return text?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
+    }()
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// Size and modification time, or `nil` when the file is missing.
+    static func sizeAndModified(_ path: String) -> (size: Int, modified: Double)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        return (Int(info.st_size), modified)
+    }
+
+    /// Checks that `path` is a writable directory, naming it in the error.
+    static func checkWritableDirectory(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw SwoopError.fileSystem("use directory", path: path, errno: errno)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw SwoopError(.fileSystem, "cannot use directory \(path): not a directory")
+        }
+        guard access(path, W_OK | X_OK) == 0 else {
+            throw SwoopError.fileSystem("write to directory", path: path, errno: errno)
+        }
+    }
+
+    /// Gives `part` the name `final`. Without `replace`, fails if `final` appeared meanwhile.
+    static func publish(_ part: String, as final: String, replace: Bool) throws {
+        if replace {
+            guard rename(part, final) == 0 else { throw SwoopError.fileSystem("rename \(part) to", path: final, errno: errno) }
+        } else if link(part, final) == 0 {
+            _ = unlink(part)
+        } else if errno == EEXIST {
+            throw SwoopError(.destinationExists, "cannot rename \(part): \(final) appeared meanwhile; the download is kept in \(part)")
+        } else {
+            // File systems without hard links: the check and the rename are not atomic there.
+            guard !exists(final) else {
+                throw SwoopError(.destinationExists, "cannot rename \(part): \(final) already exists")
+            }
+            guard rename(part, final) == 0 else { throw SwoopError.fileSystem("rename \(part) to", path: final, errno: errno) }
+        }
+        syncDirectory((final as NSString).deletingLastPathComponent)
+    }
+
+    /// Makes a rename durable.
+    static func syncDirectory(_ path: String) {
+        let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        _ = Glibc.close(fd)
+    }
+}

@@ -1,0 +1,26 @@
+/// A transfer rate over the last few seconds, from (time, total bytes) samples.
+struct SpeedMeter: Sendable {
+    private var samples: [(time: ContinuousClock.Instant, bytes: Int)] = []
+    var window: Duration = .seconds(3)
+
+    mutating func record(bytes: Int, at time: ContinuousClock.Instant) {
+        samples.append((time, bytes))
+        while let first = samples.first, time - first.time > window, samples.count > 2 {
+            samples.removeFirst()
+        }
+    }
+
+    var bytesPerSecond: Double {
+        guard let first = samples.first, let last = samples.last, last.time > first.time else { return 0 }
+        let elapsed = last.time - first.time
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return Double(last.bytes - first.bytes) / seconds
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

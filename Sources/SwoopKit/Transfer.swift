@@ -1,0 +1,429 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// How a download ended.
+public enum DownloadOutcome: Sendable, Hashable {
+    /// The file was downloaded (or finished) now.
+    case downloaded(Download)
+    /// The file was already complete from an earlier run; nothing was transferred.
+    case alreadyComplete(Download)
+
+    /// The final snapshot.
+    public var download: Download {
+        switch self {
+        case .downloaded(let d), .alreadyComplete(let d): return d
+        }
+    }
+}
+
+/// Runs one download from URL to final file: lock, record, request, validate, stream to the part
+/// file, checkpoint, verify and rename. I/O lives here; decisions are made by ``ResumeDecision``,
+/// ``RedirectTracker``, ``Backoff`` and ``FileNaming``.
+final class Transfer {
+    private let request: DownloadRequest
+    private let client: HTTPClient
+    private let configuration: Configuration
+    private let store: any DownloadStore
+    private let logger: Logger
+    private let emit: @Sendable (DownloadEvent) -> Void
+    private let bootID = FileSystem.bootID
+
+    private var record: DownloadRecord
+    private var part: PartFile?
+    /// Bytes of the part file that are valid and written.
+    private var offset = 0
+    private var restarts = 0
+    private var meter = SpeedMeter()
+    private var lastProgress = ContinuousClock.now
+    private var lastCheckpoint = ContinuousClock.now
+    private var lastSync = ContinuousClock.now
+    private var checkpointedBytes = 0
+
+    private static let maxRestarts = 3
+
+    init(
+        request: DownloadRequest, client: HTTPClient, configuration: Configuration, store: any DownloadStore,
+        logger: Logger, emit: @escaping @Sendable (DownloadEvent) -> Void
+    ) {
+        self.request = request
+        self.client = client
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        self.emit = emit
+        self.record = DownloadRecord(
+            url: request.url.absoluteString, directory: request.directory, requestedName: request.fileName ?? "",
+            bootID: FileSystem.bootID, checksum: request.checksum?.description
+        )
+    }
+
+    // MARK: - Run
+
+    func run() async throws -> DownloadOutcome {
+        try FileSystem.checkWritableDirectory(request.directory)
+        let lock = try configuration.lockDirectory.map { directory in
+            try ProcessLock.acquire(lockPath(in: directory), what: request.url.absoluteString)
+        }
+        defer { withExtendedLifetime(lock) {} }
+
+        if let existing = try storeCall({ try store.find(url: record.url, directory: record.directory, requestedName: record.requestedName) }) {
+            record = existing
+            record.checksum = request.checksum?.description ?? existing.checksum
+            if let done = try recogniseCompleted() { return .alreadyComplete(done) }
+            try reopenPartFile()
+        } else {
+            try storeCall { try store.save(record) }
+        }
+        emit(.added(snapshot()))
+        return .downloaded(try await transferWithRetries())
+    }
+
+    private func lockPath(in directory: String) -> String {
+        let key = "\(record.url)\n\(record.directory)\n\(record.requestedName)"
+        return (directory as NSString).appendingPathComponent(Hashing.sha256Hex(key) + ".lock")
+    }
+
+    /// A completed record whose file is still as Swoop left it needs no work.
+    private func recogniseCompleted() throws -> Download? {
+        guard record.state == .completed, let path = record.destinationPath else { return nil }
+        if let now = FileSystem.sizeAndModified(path), now.size == record.finalSize, now.modified == record.finalModified {
+            return record.snapshot()
+        }
+        let why = FileSystem.exists(path) ? "was changed since it was downloaded" : "was removed"
+        emit(.notice(record.snapshot(), "\(path) \(why); downloading it again"))
+        // A changed file is no longer ours: the collision policy decides about it like any file.
+        let keep = record
+        record = DownloadRecord(
+            id: keep.id, url: keep.url, directory: keep.directory, requestedName: keep.requestedName,
+            bootID: bootID, checksum: keep.checksum, now: keep.createdAt
+        )
+        try storeCall { try store.save(record) }
+        return nil
+    }
+
+    /// Reopens an unfinished download's part file and trusts only what both the store and the file
+    /// vouch for.
+    private func reopenPartFile() throws {
+        guard let partPath = record.partPath else { return }
+        guard let file = try PartFile.open(partPath, exclusive: false) else { return }
+        let trusted = min(record.trustedBytes(currentBootID: bootID), try file.size())
+        try file.truncate(to: trusted)
+        file.assumeSynced(record.bootID == bootID ? min(record.syncedBytes, trusted) : trusted)
+        part = file
+        offset = trusted
+        try checkpoint(force: true)
+    }
+
+    private func transferWithRetries() async throws -> Download {
+        let backoff = Backoff(policy: configuration.retry)
+        var failures = 0
+        while true {
+            let startOffset = offset
+            do {
+                try Task.checkCancellation()
+                if try await attempt() { return try finish() }
+                continue
+            } catch let error as CancellationError {
+                throw stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), state: .paused)
+            } catch {
+                let swoopError = classify(error)
+                if swoopError.code == .cancelled || Task.isCancelled {
+                    throw stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), state: .paused)
+                }
+                guard swoopError.isRetryable else { throw stop(swoopError, state: .failed) }
+                if offset > startOffset { failures = 0 }
+                failures += 1
+                guard failures <= configuration.retry.maxRetries else {
+                    throw stop(swoopError, state: .failed)
+                }
+                let retryAfter = (swoopError.cause as? RetryAfterHint)?.delay
+                let delay = backoff.delay(beforeRetry: failures, retryAfter: retryAfter, jitter: Double.random(in: 0..<1))
+                try? saveProgress(error: swoopError)
+                emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.duration(delay.seconds)) (\(failures)/\(configuration.retry.maxRetries))"))
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    throw stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), state: .paused)
+                }
+            }
+        }
+    }
+
+    /// Saves progress, records the error and state, and returns the error to throw.
+    private func stop(_ error: SwoopError, state: Download.State) -> SwoopError {
+        record.state = state
+        try? saveProgress(error: state == .failed ? error : nil)
+        let snapshot = snapshot()
+        emit(state == .paused ? .paused(snapshot) : .failed(snapshot, error))
+        return error
+    }
+
+    private func saveProgress(error: SwoopError?) throws {
+        if let part { try? part.syncNow(upTo: offset) }
+        record.committedBytes = offset
+        record.syncedBytes = part?.syncedBytes ?? 0
+        record.bootID = bootID
+        record.lastError = error?.message
+        record.updatedAt = Date()
+        try storeCall { try store.save(record) }
+    }
+
+    // MARK: - One attempt
+
+    /// One request. Returns `true` when the part file holds the whole file, `false` to go again at
+    /// once (after a restart from zero).
+    private func attempt() async throws -> Bool {
+        var saved = SavedRepresentation(
+            offset: offset, totalBytes: record.totalBytes, etag: record.etag, lastModified: record.lastModified
+        )
+        var rangeHeaders = ResumeDecision.rangeHeaders(for: saved)
+        if rangeHeaders == nil {
+            emit(.notice(snapshot(), "cannot validate the saved bytes of \(record.url) (no ETag, Last-Modified or length); starting over"))
+            try resetToZero()
+            saved.offset = 0
+            rangeHeaders = []
+        }
+        let response = try await send(extraHeaders: rangeHeaders ?? [])
+        let head = ResponseHead(
+            status: Int(response.status.code), etag: response.headers.first(name: "ETag"),
+            lastModified: response.headers.first(name: "Last-Modified"),
+            contentLength: response.headers.first(name: "Content-Length").flatMap { Int($0) },
+            contentRange: response.headers.first(name: "Content-Range")
+        )
+        switch ResumeDecision.decide(head, saved: saved) {
+        case .status(let status):
+            throw await statusError(status, response: response)
+        case .complete:
+            await Self.discard(response.body)
+            return true
+        case .restart(let reason):
+            await Self.discard(response.body)
+            try restart(because: reason)
+            return false
+        case .write(let start, let total, let restartReason):
+            if let restartReason {
+                try restart(because: restartReason)
+            }
+            if part == nil {
+                try claimFile(response: response)
+            }
+            record.totalBytes = total
+            record.etag = head.etag
+            record.lastModified = head.lastModified
+            record.state = .active
+            record.lastError = nil
+            offset = start
+            // The validators reach the store before the first byte of this representation reaches the file.
+            try saveProgress(error: nil)
+            emit(.started(snapshot()))
+            try await stream(response.body)
+            if let total, offset < total {
+                throw SwoopError(.network, "connection closed early: got \(offset) of \(total) bytes from \(record.url)", isRetryable: true)
+            }
+            return true
+        }
+    }
+
+    private func restart(because reason: String) throws {
+        restarts += 1
+        guard restarts <= Self.maxRestarts else {
+            throw SwoopError(.invalidResponse, "giving up on \(record.url): it keeps changing (\(reason))")
+        }
+        emit(.notice(snapshot(), "\(reason); starting over from 0"))
+        try resetToZero()
+    }
+
+    private func resetToZero() throws {
+        offset = 0
+        record.totalBytes = nil
+        record.etag = nil
+        record.lastModified = nil
+        record.committedBytes = 0
+        record.syncedBytes = 0
+        try storeCall { try store.save(record) }
+        try part?.truncate(to: 0)
+    }
+
+    /// Sends a GET, following redirects by Swoop's own rules.
+    private func send(extraHeaders: [(name: String, value: String)]) async throws -> HTTPClientResponse {
+        var redirects = RedirectTracker(original: request.url, policy: configuration.redirects)
+        var headers: [(name: String, value: String)] = [
+            ("User-Agent", configuration.userAgent), ("Accept", "*/*"), ("Accept-Encoding", "identity"),
+        ]
+        for header in configuration.headers + request.headers {
+            headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
+            headers.append(header)
+        }
+        headers += extraHeaders
+        while true {
+            var httpRequest = HTTPClientRequest(url: redirects.current.absoluteString)
+            httpRequest.method = .GET
+            for header in redirects.headers(headers) {
+                httpRequest.headers.add(name: header.name, value: header.value)
+            }
+            let deadline = TimeAmount(configuration.timeouts.connect + configuration.timeouts.idle)
+            let response = try await client.execute(httpRequest, timeout: deadline, logger: logger)
+            let status = Int(response.status.code)
+            guard RedirectTracker.redirectStatuses.contains(status) else { return response }
+            await Self.discard(response.body)
+            let target = try redirects.follow(status: status, location: response.headers.first(name: "Location"))
+            logger.debug("redirect", metadata: ["download.url": "\(record.url)", "redirect.target": "\(target)"])
+        }
+    }
+
+    private func statusError(_ status: Int, response: HTTPClientResponse) async -> SwoopError {
+        await Self.discard(response.body)
+        let reason = HTTPResponseStatus(statusCode: status).reasonPhrase
+        let retryable = status == 408 || status == 429 || status >= 500
+        let hint = response.headers.first(name: "Retry-After").flatMap { RetryAfter.delay(from: $0, now: Date()) }
+        return SwoopError(
+            .httpStatus, "HTTP \(status) \(reason) from \(record.url)", status: status,
+            cause: hint.map { RetryAfterHint(delay: $0) }, isRetryable: retryable
+        )
+    }
+
+    /// Reads and drops a small body so the connection can be reused; stops after 64 KiB.
+    static func discard(_ body: HTTPClientResponse.Body) async {
+        var seen = 0
+        do {
+            for try await chunk in body {
+                seen += chunk.readableBytes
+                if seen > 1 << 16 { break }
+            }
+        } catch {}
+    }
+
+    // MARK: - File
+
+    /// Chooses the final name (server's, URL's or the user's), applies the collision policy and
+    /// claims the part file with `O_EXCL` so no two downloads share one.
+    private func claimFile(response: HTTPClientResponse) throws {
+        let base = request.fileName
+            ?? FileNaming.suggestedName(contentDisposition: response.headers.first(name: "Content-Disposition"), url: request.url)
+        for attempt in 0..<10_000 {
+            let name = FileNaming.candidate(base, attempt: attempt)
+            let finalPath = (request.directory as NSString).appendingPathComponent(name)
+            let partPath = (request.directory as NSString).appendingPathComponent(FileNaming.partFileName(for: name))
+            if FileSystem.exists(finalPath) {
+                switch request.collisionPolicy {
+                case .overwrite: break
+                case .fail: throw SwoopError(.destinationExists, "\(finalPath) already exists (use --overwrite to replace it)")
+                case .rename: continue
+                }
+            }
+            guard let file = try PartFile.open(partPath, exclusive: request.collisionPolicy != .overwrite) else { continue }
+            try file.truncate(to: 0)
+            part = file
+            record.fileName = name
+            return
+        }
+        throw SwoopError(.destinationExists, "no free file name for \(base) in \(request.directory)")
+    }
+
+    private func stream(_ body: HTTPClientResponse.Body) async throws {
+        guard let part else { throw SwoopError(.fileSystem, "no part file open for \(record.url)") }
+        let total = record.totalBytes
+        for try await buffer in body {
+            let count = buffer.readableBytes
+            if let total, offset + count > total {
+                throw SwoopError(.invalidResponse, "\(record.url) sent more bytes than its announced length \(total)")
+            }
+            try part.write(buffer, at: offset)
+            offset += count
+            let now = ContinuousClock.now
+            if offset - checkpointedBytes >= configuration.durability.checkpointBytes
+                || now - lastCheckpoint >= configuration.durability.checkpointInterval
+            {
+                try checkpoint(force: false, now: now)
+            }
+            if now - lastProgress >= .milliseconds(100) {
+                lastProgress = now
+                meter.record(bytes: offset, at: now)
+                emit(.progress(snapshot()))
+            }
+        }
+    }
+
+    /// Records `offset` in the store (and starts a background disk flush now and then).
+    private func checkpoint(force: Bool, now: ContinuousClock.Instant = .now) throws {
+        guard let part else { return }
+        if force || now - lastSync >= configuration.durability.syncInterval {
+            lastSync = now
+            part.syncInBackground(upTo: offset)
+        }
+        lastCheckpoint = now
+        checkpointedBytes = offset
+        try storeCall { try store.checkpoint(id: record.id, committedBytes: offset, syncedBytes: part.syncedBytes, bootID: bootID) }
+    }
+
+    /// Flushes, verifies and renames the part file; records the completed download.
+    private func finish() throws -> Download {
+        guard let part, let partPath = record.partPath, let finalPath = record.destinationPath else {
+            throw SwoopError(.fileSystem, "no part file for \(record.url)")
+        }
+        try part.syncNow(upTo: offset)
+        record.totalBytes = record.totalBytes ?? offset
+        if let expected = request.checksum {
+            let actual = try Checksum.digest(of: partPath, algorithm: expected.algorithm)
+            guard actual == expected.hex else {
+                // The bytes are complete but wrong: keeping them would only fail again.
+                try? resetToZero()
+                throw SwoopError(
+                    .checksumMismatch,
+                    "\(expected.algorithm.rawValue) mismatch for \(record.url): expected \(expected.hex), got \(actual)"
+                )
+            }
+        }
+        try FileSystem.publish(partPath, as: finalPath, replace: request.collisionPolicy == .overwrite)
+        self.part = nil
+        let stat = FileSystem.sizeAndModified(finalPath)
+        record.state = .completed
+        record.committedBytes = offset
+        record.syncedBytes = offset
+        record.finalSize = stat?.size ?? offset
+        record.finalModified = stat?.modified
+        record.lastError = nil
+        record.updatedAt = Date()
+        try storeCall { try store.save(record) }
+        let done = record.snapshot()
+        emit(.completed(done))
+        return done
+    }
+
+    // MARK: - Helpers
+
+    private func snapshot() -> Download {
+        var download = record.snapshot(bytesPerSecond: meter.bytesPerSecond)
+        if record.state != .completed { download.completedBytes = offset }
+        return download
+    }
+
+    private func storeCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SwoopError {
+            throw error
+        } catch {
+            throw SwoopError(.store, "cannot update the download state: \(error)", cause: error)
+        }
+    }
+
+    private func classify(_ error: any Error) -> SwoopError {
+        ErrorClassifier.classify(error, url: record.url, timeouts: configuration.timeouts)
+    }
+}
+
+/// Carries a server's `Retry-After` inside a ``SwoopError``'s cause.
+struct RetryAfterHint: Error, Sendable {
+    var delay: Duration
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import GRDB
+import SwoopKit
+
+/// The durable ``DownloadStore``: one SQLite database in WAL mode, shared safely by several Swoop
+/// processes (readers never block the writer).
+public final class SQLiteDownloadStore: DownloadStore {
+    private let pool: DatabasePool
+    /// The database file's path.
+    public let path: String
+
+    /// Opens (creating if needed) the database at `path` and migrates it.
+    ///
+    /// - Throws: ``SwoopError/Code/store`` naming the path when it cannot be opened.
+    public init(path: String) throws {
+        self.path = path
+        var configuration = GRDB.Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            // WAL commits without fsync; the part file's own fdatasync decides what a machine crash keeps.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw SwoopError(.store, "cannot open the state database \(path): \(error)", cause: error)
+        }
+    }
+
+    /// Opens `swoop.sqlite` in `directory`, creating the directory.
+    public convenience init(directory: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw SwoopError(.store, "cannot create the state directory \(directory): \(error.localizedDescription)", cause: error)
+        }
+        try self.init(path: (directory as NSString).appendingPathComponent("swoop.sqlite"))
+    }
+
+    /// `$XDG_STATE_HOME/swoop`, else `~/.local/state/swoop`.
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            return (state as NSString).appendingPathComponent("swoop")
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return (home as NSString).appendingPathComponent(".local/state/swoop")
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: downloads") { db in
+            try db.create(table: "download") { t in
+                t.primaryKey("id", .text)
+                t.column("url", .text).notNull()
+                t.column("directory", .text).notNull()
+                t.column("requestedName", .text).notNull()
+                t.column("fileName", .text)
+                t.column("state", .text).notNull()
+                    .check { Download.State.allCases.map(\.rawValue).contains($0) }
+                t.column("totalBytes", .integer).check { $0 == nil || $0 >= 0 }
+                t.column("committedBytes", .integer).notNull().check { $0 >= 0 }
+                t.column("syncedBytes", .integer).notNull().check { $0 >= 0 }
+                t.column("bootID", .text).notNull()
+                t.column("etag", .text)
+                t.column("lastModified", .text)
+                t.column("finalSize", .integer)
+                t.column("finalModified", .double)
+                t.column("checksum", .text)
+                t.column("lastError", .text)
+                t.column("createdAt", .datetime).notNull()
+                t.column("updatedAt", .datetime).notNull()
+                t.uniqueKey(["url", "directory", "requestedName"])
+            }
+        }
+        return migrator
+    }
+
+    public func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
+        try read { db in
+            try Row.filter(Column("url") == url && Column("directory") == directory && Column("requestedName") == requestedName)
+                .fetchOne(db)?.record
+        }
+    }
+
+    public func record(id: Download.ID) throws -> DownloadRecord? {
+        try read { db in try Row.fetchOne(db, key: id.rawValue)?.record }
+    }
+
+    public func save(_ record: DownloadRecord) throws {
+        try write { db in try Row(record).save(db) }
+    }
+
+    public func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String) throws {
+        try write { db in
+            let statement = try db.cachedStatement(
+                sql: "UPDATE download SET committedBytes = ?, syncedBytes = ?, bootID = ?, updatedAt = ? WHERE id = ?"
+            )
+            try statement.execute(arguments: [committedBytes, syncedBytes, bootID, Date(), id.rawValue])
+        }
+    }
+
+    public func all() throws -> [DownloadRecord] {
+        try read { db in try Row.order(Column("createdAt"), Column("rowid")).fetchAll(db).map(\.record) }
+    }
+
+    public func delete(id: Download.ID) throws {
+        _ = try write { db in try Row.deleteOne(db, key: id.rawValue) }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try pool.read(body)
+        } catch {
+            throw SwoopError(.store, "cannot read the state database \(path): \(error)", cause: error)
+        }
+    }
+
+    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try pool.write(body)
+        } catch {
+            throw SwoopError(.store, "cannot write the state database \(path): \(error)", cause: error)
+        }
+    }
+}
+
+/// The `download` table's row.
+private struct Row: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "download"
+
+    var id: String
+    var url: String
+    var directory: String
+    var requestedName: String
+    var fileName: String?
+    var state: String
+    var totalBytes: Int?
+    var committedBytes: Int
+    var syncedBytes: Int
+    var bootID: String
+    var etag: String?
+    var lastModified: String?
+    var finalSize: Int?
+    var finalModified: Double?
+    var checksum: String?
+    var lastError: String?
+    var createdAt: Date
+    var updatedAt: Date
+
+    init(_ r: DownloadRecord) {
+        id = r.id.rawValue
+        url = r.url
+        directory = r.directory
+        requestedName = r.requestedName
+        fileName = r.fileName
+        state = r.state.rawValue
+        totalBytes = r.totalBytes
+        committedBytes = r.committedBytes
+        syncedBytes = r.syncedBytes
+        bootID = r.bootID
+        etag = r.etag
+        lastModified = r.lastModified
+        finalSize = r.finalSize
+        finalModified = r.finalModified
+        checksum = r.checksum
+        lastError = r.lastError
+        createdAt = r.createdAt
+        updatedAt = r.updatedAt
+    }
+
+    var record: DownloadRecord {
+        var r = DownloadRecord(
+            id: Download.ID(id), url: url, directory: directory, requestedName: requestedName, bootID: bootID,
+            checksum: checksum, now: createdAt
+        )
+        r.fileName = fileName
+        r.state = Download.State(rawValue: state) ?? .failed
+        r.totalBytes = totalBytes
+        r.committedBytes = committedBytes
+        r.syncedBytes = syncedBytes
+        r.etag = etag
+        r.lastModified = lastModified
+        r.finalSize = finalSize
+        r.finalModified = finalModified
+        r.lastError = lastError
+        r.updatedAt = updatedAt
+        return r
+    }
+}

@@ -1,0 +1,45 @@
+import SwoopKit
+
+/// Turns download events into progress lines: live on a terminal (about ten redraws a second),
+/// plain lines at most once a second otherwise.
+struct ProgressPrinter: Sendable {
+    let console: Console
+
+    func consume(_ events: AsyncStream<DownloadEvent>) async {
+        let interval: Duration = console.isTerminal ? .milliseconds(100) : .seconds(1)
+        var lastDrawn: ContinuousClock.Instant?
+        for await event in events {
+            switch event {
+            case .started(let download):
+                lastDrawn = .now
+                console.progress(Self.line(for: download), for: download.id)
+            case .progress(let download):
+                let now = ContinuousClock.now
+                if let last = lastDrawn, now - last < interval { continue }
+                lastDrawn = now
+                console.progress(Self.line(for: download), for: download.id)
+            case .notice(_, let message):
+                console.notice(message)
+            case .completed(let download), .failed(let download, _), .paused(let download):
+                console.finish(download.id)
+            case .added:
+                break
+            }
+        }
+    }
+
+    /// "name  45.2%  452 MiB / 1.00 GiB  812 MiB/s  ETA 1s", or without percent and ETA when the
+    /// length is unknown.
+    static func line(for download: Download) -> String {
+        let name = download.destination.map { String($0.split(separator: "/").last ?? "") } ?? download.url
+        let done = ByteFormatting.format(download.completedBytes)
+        let speed = ByteFormatting.rate(download.bytesPerSecond)
+        guard let total = download.totalBytes, let fraction = download.fractionCompleted else {
+            return "\(name)  \(done)  \(speed)"
+        }
+        let percent = (fraction * 1000).rounded(.down) / 10
+        let remaining = Double(total - download.completedBytes)
+        let eta = download.bytesPerSecond > 0 ? ByteFormatting.duration(remaining / download.bytesPerSecond) : "--"
+        return "\(name)  \(percent)%  \(done) / \(ByteFormatting.format(total))  \(speed)  ETA \(eta)"
+    }
+}
