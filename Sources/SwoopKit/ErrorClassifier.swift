@@ -20,6 +20,8 @@ enum ErrorClassifier {
             return SwoopError(.tls, "TLS error with \(url): \(tlsMessage(error))", cause: error)
         case let error as NIOSSLExtraError:
             return SwoopError(.tls, "TLS error with \(url): \(error)", cause: error)
+        case let error as HTTPParserError where error == .invalidEOFState:
+            return SwoopError(.network, "connection to \(url) closed in the middle of the response", cause: error, isRetryable: true)
         case let error as HTTPParserError:
             return SwoopError(.invalidResponse, "invalid HTTP response from \(url): \(error)", cause: error)
         case let error as IOError:

@@ -41,6 +41,8 @@ extension TestServer {
         private let connectionID: Int
         private var requestHead: HTTPRequestHead?
         private var state = State.idle
+        /// Set while `pump` runs, so that calls from inside its writes do not recurse.
+        private var isPumping = false
 
         init(store: Store, connectionID: Int) {
             self.store = store
@@ -68,18 +70,22 @@ extension TestServer {
         }
 
         func channelInactive(context: ChannelHandlerContext) {
-            if case .sending(let transfer) = self.state {
-                transfer.pacingTimer?.cancel()
-            }
-            self.state = .finished
+            self.stopAnswering()
             context.fireChannelInactive()
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
             // Parse errors are answered by HTTPServerProtocolErrorHandler; anything reaching here
             // (a reset by the peer, a failed TLS handshake) leaves the connection unusable.
-            self.state = .finished
+            self.stopAnswering()
             context.close(promise: nil)
+        }
+
+        private func stopAnswering() {
+            if case .sending(let transfer) = self.state {
+                transfer.pacingTimer?.cancel()
+            }
+            self.state = .finished
         }
 
         private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
@@ -106,50 +112,59 @@ extension TestServer {
 
         /// Writes body slices while the channel is writable (one paced piece when throttled), and
         /// finishes the response once every planned byte has been handed over.
+        ///
+        /// Writes can call back into this handler before they return: a flush that drains the
+        /// channel fires `channelWritabilityChanged`, and writing `.end` may deliver the next
+        /// pipelined request. So `state` is brought up to date before every write, the loop
+        /// re-reads it after every write, and a nested call returns at once (the outer loop
+        /// carries on) instead of recursing once per slice.
         private func pump(context: ChannelHandlerContext) {
-            guard case .sending(var transfer) = self.state, transfer.pacingTimer == nil else { return }
-            let end = transfer.plan.bodyRange.upperBound
-            let rate = transfer.plan.bytesPerSecond
-            let pieceSize = rate.map(Self.pieceSize(forRate:)) ?? Self.sliceSize
-            while transfer.offset < end && context.channel.isWritable {
-                let count = min(pieceSize, end - transfer.offset)
+            guard !self.isPumping else { return }
+            self.isPumping = true
+            defer { self.isPumping = false }
+
+            while case .sending(var transfer) = self.state, transfer.pacingTimer == nil {
+                let end = transfer.plan.bodyRange.upperBound
+                guard transfer.offset < end else {
+                    self.finish(transfer, context: context)
+                    continue
+                }
+                guard context.channel.isWritable else { return }
+
+                let rate = transfer.plan.bytesPerSecond
+                let count = min(rate.map(Self.pieceSize(forRate:)) ?? Self.sliceSize, end - transfer.offset)
                 let slice = transfer.plan.body[transfer.offset..<(transfer.offset + count)]
-                transfer.lastWrite = self.writeBody(slice, countingFor: transfer.path, context: context)
+                let written = context.eventLoop.makePromise(of: Void.self)
+                transfer.lastWrite = written.futureResult
                 transfer.offset += count
                 if let rate, transfer.offset < end {
-                    transfer.pacingTimer = context.eventLoop.assumeIsolated().scheduleTask(
-                        in: .nanoseconds(Int64(count) * 1_000_000_000 / Int64(rate))
-                    ) {
+                    let delay = TimeAmount.nanoseconds(Int64(count) * 1_000_000_000 / Int64(rate))
+                    transfer.pacingTimer = context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
                         guard case .sending(var paced) = self.state else { return }
                         paced.pacingTimer = nil
                         self.state = .sending(paced)
                         self.pump(context: context)
                     }
-                    break
                 }
-            }
-            if transfer.offset < end {
                 self.state = .sending(transfer)
-            } else {
-                self.finish(transfer, context: context)
+                self.writeBody(slice, countingFor: transfer.path, promise: written, context: context)
             }
         }
 
         private func writeBody(
             _ bytes: ArraySlice<UInt8>,
             countingFor path: String,
+            promise: EventLoopPromise<Void>,
             context: ChannelHandlerContext
-        ) -> EventLoopFuture<Void> {
+        ) {
             var buffer = context.channel.allocator.buffer(capacity: bytes.count)
             buffer.writeBytes(bytes)
             let store = self.store
             let count = bytes.count
-            let written = context.eventLoop.makePromise(of: Void.self)
-            written.futureResult.whenSuccess { store.addBodyBytesSent(count, to: path) }
+            promise.futureResult.whenSuccess { store.addBodyBytesSent(count, to: path) }
             // Flushing each slice makes a TLS handler encrypt and send it now; unflushed, its
             // plaintext would pile up in the handler without ever making the channel unwritable.
-            context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: written)
-            return written.futureResult
+            context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: promise)
         }
 
         private func finish(_ transfer: Transfer, context: ChannelHandlerContext) {

@@ -161,7 +161,8 @@ public final class TestServer: Sendable {
     }
 
     private static func makeSSLContext(for certificate: TestCertificate) throws -> NIOSSLContext {
-        let chain = try NIOSSLCertificate.fromPEMFile(certificate.certificatePath).map(NIOSSLCertificateSource.certificate)
+        let chain = try NIOSSLCertificate.fromPEMFile(certificate.certificatePath)
+            .map(NIOSSLCertificateSource.certificate)
         let key = try NIOSSLPrivateKey(file: certificate.keyPath, format: .pem)
         let configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain,

@@ -1,0 +1,97 @@
+import Crypto
+import Foundation
+import SwoopTesting
+import Testing
+
+@testable import SwoopKit
+
+/// A test server, a fresh directory and a fast configuration for one test.
+struct Fixture {
+    let server: TestServer
+    let directory: String
+    let lockDirectory: String
+    var configuration: Configuration
+
+    static func make(tls: TestCertificate? = nil) async throws -> Fixture {
+        let server = try await TestServer.start(tls: tls)
+        let root = NSTemporaryDirectory() + "swoop-test-\(UUID().uuidString)"
+        let directory = root + "/out"
+        let locks = root + "/locks"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: locks, withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.retry.baseDelay = .milliseconds(10)
+        configuration.retry.maxDelay = .milliseconds(50)
+        configuration.timeouts.connect = .seconds(5)
+        configuration.timeouts.idle = .seconds(5)
+        configuration.lockDirectory = locks
+        return Fixture(server: server, directory: directory, lockDirectory: locks, configuration: configuration)
+    }
+
+    /// Serves `size` random bytes at `path` with a strong ETag and returns them.
+    @discardableResult
+    func serve(_ path: String, size: Int, seed: UInt64 = 1, etag: String? = "\"v1\"", configure: (inout Resource) -> Void = { _ in }) -> [UInt8] {
+        let body = Resource.random(size: size, seed: seed)
+        var resource = Resource(body: body, etag: etag, lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        configure(&resource)
+        server.serve(path, resource)
+        return body
+    }
+
+    func request(_ path: String, fileName: String? = nil) throws -> DownloadRequest {
+        try DownloadRequest(url: server.url(path), directory: directory, fileName: fileName)
+    }
+
+    /// Runs one download with its own manager and collects the events.
+    func download(
+        _ request: DownloadRequest, store: any DownloadStore = InMemoryDownloadStore(), configuration: Configuration? = nil
+    ) async -> (result: Result<DownloadOutcome, SwoopError>, events: [DownloadEvent]) {
+        let manager: DownloadManager
+        do {
+            manager = try DownloadManager(configuration: configuration ?? self.configuration, store: store)
+        } catch {
+            return (.failure(error as? SwoopError ?? SwoopError(.store, "\(error)")), [])
+        }
+        let stream = manager.events()
+        let collector = Task { await stream.reduce(into: [DownloadEvent]()) { $0.append($1) } }
+        let result: Result<DownloadOutcome, SwoopError>
+        do {
+            result = .success(try await manager.download(request))
+        } catch {
+            result = .failure(error as? SwoopError ?? SwoopError(.store, "\(error)"))
+        }
+        try? await manager.shutdown()
+        return (result, await collector.value)
+    }
+
+    func files() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+    }
+
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    func shutdown() async {
+        try? await server.shutdown()
+    }
+
+    /// Stops the server in the background (for `defer`).
+    func stop() {
+        let server = self.server
+        Task { try? await server.shutdown() }
+    }
+}
+
+func sha256(_ bytes: [UInt8]) -> String {
+    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+}
+
+func sha256(file path: String) -> String? {
+    guard let data = FileManager.default.contents(atPath: path) else { return nil }
+    return sha256(Array(data))
+}
+
+extension Array where Element == DownloadEvent {
+    var notices: [String] {
+        compactMap { if case .notice(_, let message) = $0 { return message } else { return nil } }
+    }
+}

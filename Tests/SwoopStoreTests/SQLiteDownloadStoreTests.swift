@@ -1,0 +1,83 @@
+import Foundation
+import SwoopKit
+import Testing
+
+@testable import SwoopStore
+
+@Suite("SQLite store")
+struct SQLiteDownloadStoreTests {
+    let directory: String
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "swoop-store-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    func record(_ url: String = "http://127.0.0.1/a.bin", name: String = "") -> DownloadRecord {
+        var record = DownloadRecord(url: url, directory: "/tmp/x", requestedName: name, bootID: "boot-1", checksum: "md5=00")
+        record.fileName = "a.bin"
+        record.totalBytes = 1000
+        record.etag = "\"v1\""
+        record.lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"
+        return record
+    }
+
+    @Test func recordsSurviveReopeningTheDatabase() throws {
+        let original = record()
+        do {
+            let store = try SQLiteDownloadStore(directory: directory)
+            try store.save(original)
+            try store.checkpoint(id: original.id, committedBytes: 600, syncedBytes: 400, bootID: "boot-2")
+        }
+        let reopened = try SQLiteDownloadStore(directory: directory)
+        let found = try #require(try reopened.find(url: original.url, directory: "/tmp/x", requestedName: ""))
+        #expect(found.id == original.id)
+        #expect(found.committedBytes == 600)
+        #expect(found.syncedBytes == 400)
+        #expect(found.bootID == "boot-2")
+        #expect(found.etag == "\"v1\"")
+        #expect(found.lastModified == original.lastModified)
+        #expect(found.totalBytes == 1000)
+        #expect(found.fileName == "a.bin")
+        #expect(found.checksum == "md5=00")
+        #expect(try reopened.record(id: original.id)?.url == original.url)
+    }
+
+    @Test func lookupKeyIsURLDirectoryAndRequestedName() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        try store.save(record(name: ""))
+        try store.save(record(name: "other.bin"))
+        #expect(try store.all().count == 2)
+        #expect(try store.find(url: "http://127.0.0.1/a.bin", directory: "/tmp/x", requestedName: "other.bin") != nil)
+        #expect(try store.find(url: "http://127.0.0.1/a.bin", directory: "/tmp/y", requestedName: "") == nil)
+    }
+
+    @Test func duplicateKeyIsRejectedNotDuplicated() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        try store.save(record())
+        #expect(throws: SwoopError.self) { try store.save(record()) }
+        #expect(try store.all().count == 1)
+    }
+
+    @Test func deleteRemovesTheRecord() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        let r = record()
+        try store.save(r)
+        try store.delete(id: r.id)
+        #expect(try store.all().isEmpty)
+    }
+
+    @Test func unreadableDatabaseIsAClearError() throws {
+        let path = directory + "/not-a-db.sqlite"
+        try Data("this is not sqlite".utf8).write(to: URL(fileURLWithPath: path))
+        let error = #expect(throws: SwoopError.self) { try SQLiteDownloadStore(path: path) }
+        #expect(error?.code == .store)
+        #expect(error?.message.contains(path) == true)
+    }
+
+    @Test func defaultDirectoryFollowsXDG() {
+        #expect(SQLiteDownloadStore.defaultDirectory(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/swoop")
+        #expect(SQLiteDownloadStore.defaultDirectory(environment: ["HOME": "/h"]) == "/h/.local/state/swoop")
+        #expect(SQLiteDownloadStore.defaultDirectory(environment: ["XDG_STATE_HOME": "relative", "HOME": "/h"]) == "/h/.local/state/swoop")
+    }
+}
