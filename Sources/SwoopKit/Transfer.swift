@@ -331,14 +331,16 @@ final class Transfer {
             if let total, offset + count > total {
                 throw SwoopError(.invalidResponse, "\(record.url) sent more bytes than its announced length \(total)")
             }
-            try part.write(buffer, at: offset)
-            offset += count
             let now = ContinuousClock.now
-            if offset - checkpointedBytes >= configuration.durability.checkpointBytes
+            // Checkpoint before a write that would leave more than `checkpointBytes` unrecorded, so a
+            // crash never costs more than that (one socket read is at most `receiveBufferSize`).
+            if offset + count - checkpointedBytes > configuration.durability.checkpointBytes
                 || now - lastCheckpoint >= configuration.durability.checkpointInterval
             {
                 try checkpoint(force: false, now: now)
             }
+            try part.write(buffer, at: offset)
+            offset += count
             if now - lastProgress >= .milliseconds(100) {
                 lastProgress = now
                 meter.record(bytes: offset, at: now)
@@ -371,6 +373,9 @@ final class Transfer {
             guard actual == expected.hex else {
                 // The bytes are complete but wrong: keeping them would only fail again.
                 try? resetToZero()
+                unlink(partPath)
+                self.part = nil
+                record.fileName = nil
                 throw SwoopError(
                     .checksumMismatch,
                     "\(expected.algorithm.rawValue) mismatch for \(record.url): expected \(expected.hex), got \(actual)"

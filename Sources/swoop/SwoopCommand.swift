@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct SwoopCommand: AsyncParsableCommand {
@@ -12,4 +13,22 @@ struct SwoopCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [GetCommand.self]
     )
+
+    /// Runs the command; usage errors exit with 2 (as documented), not ArgumentParser's 64.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").data(using: .utf8) ?? Data()))
+                exit(withError: ExitCode(ExitStatus.usage))
+            }
+            exit(withError: error)
+        }
+    }
 }

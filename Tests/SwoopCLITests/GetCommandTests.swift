@@ -1,0 +1,228 @@
+import Crypto
+import Foundation
+import SwoopTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `swoop get` run as a user runs it: the built binary, its exit code and the lines it prints.
+@Suite("swoop get (the binary)", .timeLimit(.minutes(2)))
+struct GetCommandTests {
+    let server: TestServer
+    let root: String
+    let out: String
+    let state: String
+
+    init() async throws {
+        server = try await TestServer.start()
+        root = NSTemporaryDirectory() + "swoop-cli-\(UUID().uuidString)"
+        out = root + "/out"
+        state = root + "/state"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+    }
+
+    func get(_ arguments: [String]) async throws -> SwoopBinary.Result {
+        try await SwoopBinary.run(["get", "--state-dir", state, "-d", out, "--retry-wait", "0.01"] + arguments, in: root)
+    }
+
+    func start(_ arguments: [String]) throws -> SwoopBinary.Running {
+        try SwoopBinary.Running(["get", "--state-dir", state, "-d", out, "--retry-wait", "0.01"] + arguments, directory: root)
+    }
+
+    func serve(_ path: String, size: Int, seed: UInt64 = 7) -> [UInt8] {
+        let body = Resource.random(size: size, seed: seed)
+        server.serve(path, Resource(body: body, etag: "\"e1\""))
+        return body
+    }
+
+    func files() -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).sorted() }
+
+    func digest(_ path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { SHA256.hash(data: $0).map { String(format: "%02x", $0) }.joined() }
+    }
+
+    func digest(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+
+    @Test func successPrintsThePathAndSize() async throws {
+        defer { stop() }
+        let body = serve("/file.bin", size: 123_456)
+        let result = try await get([server.url("/file.bin")])
+        #expect(result.status == 0)
+        #expect(result.stdoutLines.last == "\(out)/file.bin (121 KiB, 123456 bytes)")
+        #expect(result.stderr.isEmpty)
+        #expect(digest(out + "/file.bin") == digest(body))
+
+        let again = try await get([server.url("/file.bin")])
+        #expect(again.status == 0)
+        #expect(again.stdoutLines.last == "\(out)/file.bin is already complete (121 KiB, 123456 bytes)")
+        #expect(server.requests(to: "/file.bin").count == 1)
+    }
+
+    @Test func quietPrintsNothingOnSuccess() async throws {
+        defer { stop() }
+        _ = serve("/q.bin", size: 1000)
+        let result = try await get(["-q", server.url("/q.bin")])
+        #expect(result.status == 0)
+        #expect(result.stdout.isEmpty && result.stderr.isEmpty)
+    }
+
+    @Test(arguments: [
+        ("ftp://example.com/x", "swoop: error: unsupported URL scheme 'ftp' in ftp://example.com/x: only http and https"),
+        ("http://", "swoop: error: invalid URL (no host): http://"),
+        ("::nonsense", "swoop: error: invalid URL: ::nonsense"),
+    ])
+    func badURLIsExitTwoWithOneLineAndNothingCreated(url: String, line: String) async throws {
+        defer { stop() }
+        let result = try await get([url])
+        #expect(result.status == 2)
+        #expect(result.stderrLines == [line])
+        #expect(result.stdout.isEmpty)
+        #expect(files().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: state))
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test func usageErrorIsExitTwo() async throws {
+        defer { stop() }
+        let result = try await get(["-o", "x", server.url("/a"), server.url("/b")])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("-o/--output takes one URL"))
+    }
+
+    @Test func notFoundIsExitFiveWithTheStatus() async throws {
+        defer { stop() }
+        server.setDefault("/missing.bin", .status(404, body: "nope"))
+        let result = try await get([server.url("/missing.bin")])
+        #expect(result.status == 5)
+        #expect(result.stderrLines == ["swoop: error: HTTP 404 Not Found from \(server.url("/missing.bin"))"])
+        #expect(files().isEmpty)
+    }
+
+    @Test func missingDirectoryIsExitThreeNamingIt() async throws {
+        defer { stop() }
+        _ = serve("/a.bin", size: 10)
+        let result = try await SwoopBinary.run(["get", "--state-dir", state, "-d", out + "/missing", server.url("/a.bin")], in: root)
+        #expect(result.status == 3)
+        #expect(result.stderrLines == ["swoop: error: cannot use directory \(out)/missing: No such file or directory"])
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test func checksumMismatchIsExitSix() async throws {
+        defer { stop() }
+        let body = serve("/a.bin", size: 1000)
+        let wrong = String(repeating: "a", count: 64)
+        let result = try await get(["--checksum", "sha-256=\(wrong)", server.url("/a.bin")])
+        #expect(result.status == 6)
+        #expect(result.stderrLines == ["swoop: error: sha-256 mismatch for \(server.url("/a.bin")): expected \(wrong), got \(digest(body))"])
+        #expect(files().isEmpty)
+    }
+
+    @Test func headersAndUserAgentAreSent() async throws {
+        defer { stop() }
+        _ = serve("/h.bin", size: 10)
+        let result = try await get(["-H", "X-Token: abc", "-H", "Authorization: Bearer t", "--user-agent", "agent/9", server.url("/h.bin")])
+        #expect(result.status == 0)
+        let request = try #require(server.requests(to: "/h.bin").first)
+        #expect(request.header("X-Token") == "abc")
+        #expect(request.header("Authorization") == "Bearer t")
+        #expect(request.header("User-Agent") == "agent/9")
+        #expect(request.header("Accept-Encoding") == "identity")
+    }
+
+    @Test func plainProgressLinesAtMostOncePerSecond() async throws {
+        defer { stop() }
+        _ = serve("/slow.bin", size: 3_000_000)
+        server.setDefault("/slow.bin", .throttle(bytesPerSecond: 1_000_000))
+        let begin = ContinuousClock.now
+        let result = try await get([server.url("/slow.bin")])
+        let seconds = (ContinuousClock.now - begin).components.seconds
+        #expect(result.status == 0)
+        let progress = result.stdoutLines.dropLast()
+        #expect(progress.count >= 2)
+        #expect(progress.count <= Int(seconds) + 2)
+        #expect(progress.allSatisfy { $0.hasPrefix("slow.bin  ") && $0.contains("%") && $0.contains(" / 2.86 MiB") })
+    }
+
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func signalStopsCleanlyAndTheSameCommandContinues(signal: Int32, status: Int32) async throws {
+        defer { stop() }
+        let body = serve("/big.bin", size: 4_000_000)
+        server.enqueue("/big.bin", .stallAfter(bytes: 2_500_000))
+        let running = try start([server.url("/big.bin")])
+        #expect(await eventually { server.bodyBytesSent(to: "/big.bin") >= 2_500_000 })
+        #expect(await eventually { (try? FileManager.default.attributesOfItem(atPath: out + "/big.bin.swoop")[.size] as? Int) == 2_500_000 })
+        running.signal(signal)
+        let stopped = await running.wait()
+        #expect(stopped.status == status)
+        #expect(stopped.stderrLines.last == "swoop: interrupted; progress saved. Run the same command again to continue.")
+        #expect(!FileManager.default.fileExists(atPath: out + "/big.bin"))
+
+        let resumed = try await get([server.url("/big.bin")])
+        #expect(resumed.status == 0)
+        #expect(digest(out + "/big.bin") == digest(body))
+        #expect(server.requests(to: "/big.bin").last?.header("Range") == "bytes=2500000-")
+        // The first progress line of the second run starts at the saved percentage.
+        #expect(resumed.stdoutLines.first?.hasPrefix("big.bin  62.5%") == true)
+    }
+
+    @Test func secondProcessOnTheSameDownloadIsRefused() async throws {
+        defer { stop() }
+        let body = serve("/shared.bin", size: 2_000_000)
+        server.enqueue("/shared.bin", .stallAfter(bytes: 500_000))
+        let first = try start([server.url("/shared.bin")])
+        #expect(await eventually { server.bodyBytesSent(to: "/shared.bin") >= 500_000 })
+        let second = try await get([server.url("/shared.bin")])
+        #expect(second.status == 7)
+        #expect(second.stderrLines == ["swoop: error: \(server.url("/shared.bin")) is already being downloaded by another swoop process (pid \(first.pid))"])
+        first.signal(SIGINT)
+        _ = await first.wait()
+        let finished = try await get([server.url("/shared.bin")])
+        #expect(finished.status == 0)
+        #expect(digest(out + "/shared.bin") == digest(body))
+    }
+
+    /// The crash test: SIGKILL the real process after the server has sent a seeded random number of
+    /// bytes, run the same command again, and count what the server had to send twice.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func killNineThenRerunIsByteExactAndResendsAtMostOneMiB(round: UInt64) async throws {
+        defer { stop() }
+        let size = 16 << 20
+        let seed = UInt64(Date().timeIntervalSince1970 * 1000) &+ round
+        var generator = SplitMix(seed: seed)
+        let cut = Int(generator.next() % UInt64(size - 2)) + 1
+        print("crash test seed \(seed): SIGKILL after \(cut) of \(size) bytes")
+        let body = serve("/crash.bin", size: size, seed: seed)
+        server.enqueue("/crash.bin", .stallAfter(bytes: cut))
+        let running = try start([server.url("/crash.bin")])
+        #expect(await eventually { server.bodyBytesSent(to: "/crash.bin") >= cut }, "seed \(seed)")
+        #expect(await eventually { (try? FileManager.default.attributesOfItem(atPath: out + "/crash.bin.swoop")[.size] as? Int) == cut }, "seed \(seed)")
+        running.signal(SIGKILL)
+        _ = await running.wait()
+
+        let rerun = try await get([server.url("/crash.bin")])
+        #expect(rerun.status == 0, "seed \(seed): \(rerun.stderr)")
+        #expect(digest(out + "/crash.bin") == digest(body), "seed \(seed)")
+        let resent = server.bodyBytesSent(to: "/crash.bin") - size
+        #expect(resent >= 0 && resent <= 1 << 20, "seed \(seed): \(resent) bytes sent twice")
+        #expect(files() == ["crash.bin"])
+    }
+
+    func stop() {
+        let server = self.server
+        Task { try? await server.shutdown() }
+    }
+}
+
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

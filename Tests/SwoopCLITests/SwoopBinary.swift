@@ -1,0 +1,86 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `swoop` binary as a child process, as a user would.
+struct SwoopBinary {
+    /// The `swoop` executable beside the test bundle in the build folder.
+    static var path: String {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("swoop").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/swoop").path
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
+        var stderrLines: [String] { stderr.split(separator: "\n").map(String.init) }
+    }
+
+    /// A running child.
+    final class Running: @unchecked Sendable {  // Process is thread-safe for these calls
+        let process: Process
+        let out: URL
+        let err: URL
+
+        init(_ arguments: [String], directory: String) throws {
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: SwoopBinary.path)
+            process.arguments = arguments
+            process.currentDirectoryURL = URL(fileURLWithPath: directory)
+            let base = NSTemporaryDirectory() + "swoop-cli-\(UUID().uuidString)"
+            out = URL(fileURLWithPath: base + ".out")
+            err = URL(fileURLWithPath: base + ".err")
+            FileManager.default.createFile(atPath: out.path, contents: nil)
+            FileManager.default.createFile(atPath: err.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: out)
+            process.standardError = try FileHandle(forWritingTo: err)
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        var pid: Int32 { process.processIdentifier }
+
+        func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+        /// Waits for the exit, killing the child after `timeout`.
+        func wait(timeout: Duration = .seconds(60)) async -> Result {
+            let deadline = ContinuousClock.now + timeout
+            while process.isRunning {
+                if ContinuousClock.now > deadline {
+                    kill(process.processIdentifier, SIGKILL)
+                    process.waitUntilExit()
+                    break
+                }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            process.waitUntilExit()
+            let stdout = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+            let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+            return Result(status: process.terminationStatus, stdout: stdout, stderr: stderr)
+        }
+    }
+
+    static func run(_ arguments: [String], in directory: String, timeout: Duration = .seconds(60)) async throws -> Result {
+        try await Running(arguments, directory: directory).wait(timeout: timeout)
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
