@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Units are binary (1 KiB = 1024 B). Output is locale-independent: always `.` as the
 /// decimal separator, so logs and scripts see the same text everywhere.
-public enum ByteFormatting {
+public enum ByteFormatting: Sendable {
     private static let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
     /// Formats a byte count with three significant digits.
@@ -57,15 +57,16 @@ public enum ByteFormatting {
     ///
     /// Units are case-insensitive and binary whatever their spelling: `K`, `KB`, `Ki` and
     /// `KiB` all mean 1024, likewise `M`, `G`, `T`, `P` and `E`; `B` or no unit means bytes.
-    /// Spaces around the value and between number and unit are allowed. A fractional
+    /// Spaces and tabs around the value and spaces between number and unit are allowed. A fractional
     /// result is rounded down to whole bytes.
     ///
     /// - Parameter s: The text to parse.
     /// - Returns: The number of bytes, or `nil` if `s` is malformed, negative or overflows `Int`.
     public static func parseSize(_ s: String) -> Int? {
-        let text = Array(s.lowercased().utf8).filter { $0 != UInt8(ascii: " ") }
+        let text = Array(ContentDisposition.trimmingOWS(s.lowercased()).utf8)
         let numberEnd = text.firstIndex { !isDigit($0) && $0 != UInt8(ascii: ".") } ?? text.endIndex
-        guard let multiplier = multiplier(unit: text[numberEnd...]) else { return nil }
+        let unitStart = text[numberEnd...].firstIndex { $0 != UInt8(ascii: " ") } ?? text.endIndex
+        guard let multiplier = multiplier(unit: text[unitStart...]) else { return nil }
         let number = text[..<numberEnd]
         let parts = number.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), parts.contains(where: { !$0.isEmpty }) else { return nil }

@@ -63,8 +63,7 @@ public struct ContentDisposition: Sendable, Equatable {
             guard let bytes = percentDecodedBytes(value, strict: true) else { return nil }
             return decodeUTF8(bytes)
         case "iso-8859-1", "latin1", "iso_8859-1":
-            guard let bytes = percentDecodedBytes(value, strict: true) else { return nil }
-            return decodeLatin1(bytes)
+            return percentDecodedLatin1(value)
         default:
             return nil
         }
@@ -97,11 +96,33 @@ public struct ContentDisposition: Sendable, Equatable {
         return bytes
     }
 
+    /// Percent-decodes `text` as ISO-8859-1, keeping literal characters as they are.
+    ///
+    /// - Returns: `nil` when a `%` is not followed by two hex digits.
+    static func percentDecodedLatin1(_ text: some StringProtocol) -> String? {
+        var result = String.UnicodeScalarView()
+        var pending = text.unicodeScalars[...]
+        while let scalar = pending.popFirst() {
+            guard scalar == "%" else {
+                result.append(scalar)
+                continue
+            }
+            let digits = pending.prefix(2).compactMap { $0.isASCII ? hexValue(UInt8($0.value)) : nil }
+            guard digits.count == 2 else { return nil }
+            result.append(Unicode.Scalar(digits[0] << 4 | digits[1]))
+            pending = pending.dropFirst(2)
+        }
+        return String(result)
+    }
+
     /// Decodes UTF-8, returning `nil` for ill-formed input instead of inserting U+FFFD.
     static func decodeUTF8(_ bytes: [UInt8]) -> String? {
         var scalars = String.UnicodeScalarView()
         let failed = transcode(
-            bytes.makeIterator(), from: UTF8.self, to: UTF32.self, stoppingOnError: true
+            bytes.makeIterator(),
+            from: UTF8.self,
+            to: UTF32.self,
+            stoppingOnError: true
         ) { unit in
             if let scalar = Unicode.Scalar(unit) { scalars.append(scalar) }
         }

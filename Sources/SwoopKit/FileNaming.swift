@@ -7,15 +7,19 @@ import Foundation
 /// control characters, bidi overrides that disguise an extension (`a\u{202E}gpj.exe`
 /// displays as `aexe.jpg`) or more bytes than a file system accepts. The functions here
 /// only compute names; they never touch the disk.
-public enum FileNaming {
+public enum FileNaming: Sendable {
     /// The longest name, in UTF-8 bytes, that common file systems (ext4, APFS, btrfs) accept.
     static let maxNameBytes = 255
 
-    /// The name used when neither the headers nor the URL suggest one.
-    static let fallbackName = "index.html"
-
     /// The suffix of the file a download is written to until it completes.
     static let partSuffix = ".swoop"
+
+    /// The longest final name: short enough that appending ``partSuffix`` never needs
+    /// truncation, so distinct final names always have distinct part files.
+    static let maxFinalNameBytes = maxNameBytes - partSuffix.utf8.count
+
+    /// The name used when neither the headers nor the URL suggest one.
+    static let fallbackName = "index.html"
 
     /// Longer "extensions" are treated as part of the name, so that a dot inside a title
     /// does not decide where a collision counter goes or what truncation keeps.
@@ -32,19 +36,20 @@ public enum FileNaming {
     /// the rest of category Cf except U+200C/U+200D, which Persian, Indic scripts and
     /// emoji sequences need) and line or paragraph separators; leading whitespace and
     /// trailing whitespace and dots are trimmed. Hidden-file names such as `.bashrc` are
-    /// kept. Names longer than 255 UTF-8 bytes are shortened without splitting a
-    /// character, keeping a short extension.
+    /// kept. Names longer than 249 UTF-8 bytes are shortened without splitting a
+    /// character, keeping a short extension; the 6 bytes left of the usual 255-byte limit
+    /// are for ``partFileName(for:)``'s suffix.
     ///
     /// - Parameter raw: A file name from a header, a URL or a user.
-    /// - Returns: A name that is non-empty, not `.` or `..`, at most 255 UTF-8 bytes and
-    ///   free of `/` and NUL; or `nil` when nothing usable remains.
+    /// - Returns: A name that is non-empty, not `.` or `..`, at most 249 UTF-8 bytes and
+    ///   free of `/`, `\` and NUL; or `nil` when nothing usable remains.
     public static func sanitize(_ raw: String) -> String? {
         let visible = raw.unicodeScalars.filter { !isForbidden($0) }
         let base = visible.split(omittingEmptySubsequences: false) { $0 == "/" || $0 == "\\" }.last ?? []
         let trimmed = trimmingTrailingDotsAndSpaces(base.drop { $0.properties.isWhitespace })
         let name = string(trimmed)
         guard isUsable(name) else { return nil }
-        let fitted = compose(name, insert: "", append: "")
+        let fitted = compose(name, insert: "", append: "", limit: maxFinalNameBytes)
         return isUsable(fitted) ? fitted : nil
     }
 
@@ -76,23 +81,24 @@ public enum FileNaming {
     /// The counter goes before the extension, and `.tar.gz`, `.tar.bz2`, `.tar.xz` and
     /// `.tar.zst` count as one extension: `file.tar.gz` becomes `file.1.tar.gz`, `notes`
     /// becomes `notes.1` and `.bashrc` becomes `.bashrc.1`. The stem is shortened when
-    /// needed so the result stays within 255 UTF-8 bytes.
+    /// needed so the result stays within the 249 UTF-8 bytes ``sanitize(_:)`` allows.
     ///
     /// - Parameters:
     ///   - name: A sanitized file name.
     ///   - attempt: `0` for the name itself, then `1`, `2`, …; negative values count as `0`.
     /// - Returns: The candidate name.
     public static func candidate(_ name: String, attempt: Int) -> String {
-        compose(name, insert: attempt > 0 ? ".\(attempt)" : "", append: "")
+        compose(name, insert: attempt > 0 ? ".\(attempt)" : "", append: "", limit: maxFinalNameBytes)
     }
 
     /// The name of the partial file that a download writes before it is complete.
     ///
     /// - Parameter finalName: The sanitized final name.
-    /// - Returns: `finalName` followed by `.swoop`; when that would exceed 255 UTF-8 bytes
-    ///   the stem is shortened (the extension is kept) so the whole fits.
+    /// - Returns: `finalName` followed by `.swoop`. Names from ``sanitize(_:)`` and
+    ///   ``candidate(_:attempt:)`` always leave room for it; for a longer name, which would
+    ///   exceed 255 UTF-8 bytes, the stem is shortened (the extension is kept) so the whole fits.
     public static func partFileName(for finalName: String) -> String {
-        compose(finalName, insert: "", append: partSuffix)
+        compose(finalName, insert: "", append: partSuffix, limit: maxNameBytes)
     }
 
     // MARK: - Pieces
@@ -138,10 +144,10 @@ public enum FileNaming {
     }
 
     /// `stem + insert + ext + append` for `name` split at its extension, with the stem
-    /// shortened so the whole is at most ``maxNameBytes`` UTF-8 bytes.
-    static func compose(_ name: String, insert: String, append: String) -> String {
+    /// shortened so the whole is at most `limit` UTF-8 bytes.
+    static func compose(_ name: String, insert: String, append: String, limit: Int) -> String {
         let (stem, ext) = splitExtension(name)
-        let budget = maxNameBytes - insert.utf8.count - ext.utf8.count - append.utf8.count
+        let budget = limit - insert.utf8.count - ext.utf8.count - append.utf8.count
         guard stem.utf8.count > budget else { return stem + insert + ext + append }
         let cut = prefix(stem, maxBytes: max(budget, 1))
         let tidy = string(trimmingTrailingDotsAndSpaces(cut.unicodeScalars[...]))

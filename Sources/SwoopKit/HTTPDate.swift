@@ -5,7 +5,7 @@ import Foundation
 /// `DateFormatter` is slow to create and, on Linux, depends on the process locale and
 /// ICU data; HTTP dates are a fixed, English, GMT-only format that a small hand-written
 /// parser handles exactly. All arithmetic is proleptic Gregorian in UTC.
-public enum HTTPDate {
+public enum HTTPDate: Sendable {
     /// Parses an HTTP date in any of the three formats HTTP/1.1 allows.
     ///
     /// Accepted: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form
@@ -25,7 +25,8 @@ public enum HTTPDate {
     /// Formats `d` as an IMF-fixdate, the only format HTTP senders may generate.
     ///
     /// Fractional seconds are dropped. Dates before year 1 or after year 9999, which the
-    /// four-digit year cannot express, are clamped to those years' first and last second.
+    /// four-digit year cannot express, are clamped to those years' first and last second;
+    /// a NaN date formats as the epoch.
     ///
     /// - Parameter d: The instant to format.
     /// - Returns: For example `Sun, 06 Nov 1994 08:49:37 GMT`.
@@ -129,12 +130,17 @@ public enum HTTPDate {
         return bytes.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     }
 
-    /// RFC 9110: a two-digit year more than 50 years in the future is in the past century.
+    /// The year ending in `twoDigit` that lies within 50 years of `now`'s year, with ties
+    /// going to the future: RFC 9110 reads a year "more than 50 years in the future" as
+    /// the most recent past one with the same last two digits.
     static func expandTwoDigitYear(_ twoDigit: Int, now: Date) -> Int {
-        let nowSeconds = Int(min(max(now.timeIntervalSince1970, Double(earliest)), Double(latest)))
+        let interval = now.timeIntervalSince1970
+        let nowSeconds = interval.isNaN ? 0 : Int(min(max(interval, Double(earliest)), Double(latest)))
         let currentYear = civil(fromDays: floorDivide(nowSeconds, 86_400)).year
         let candidate = currentYear - currentYear % 100 + twoDigit
-        return candidate > currentYear + 50 ? candidate - 100 : candidate
+        if candidate > currentYear + 50 { return candidate - 100 }
+        if candidate <= currentYear - 50 { return candidate + 100 }
+        return candidate
     }
 
     /// The instant for a validated calendar date and an `HH:MM:SS` field.

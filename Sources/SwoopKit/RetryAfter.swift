@@ -1,7 +1,7 @@
 import Foundation
 
 /// Reads the `Retry-After` header of a `503` or `429` response (RFC 9110 §10.2.3).
-public enum RetryAfter {
+public enum RetryAfter: Sendable {
     /// How long the server asks the client to wait.
     ///
     /// Delay-seconds larger than `Int64.max` saturate rather than fail: a huge number is

@@ -99,14 +99,16 @@ extension TestServer {
             let (resource, behavior) = self.store.receive(request)
             let plan = ResponsePlan.make(for: head, resource: resource, behavior: behavior)
             let responseHead = HTTPResponseHead(version: head.version, status: plan.status, headers: plan.headers)
-            let headWritten = context.writeAndFlush(self.wrapOutboundOut(.head(responseHead)))
+            let headWritten = context.eventLoop.makePromise(of: Void.self)
+            // Enter `.sending` before writing: the write may close the channel from inside.
             let transfer = Transfer(
                 plan: plan,
                 path: request.path,
                 offset: plan.bodyRange.lowerBound,
-                lastWrite: headWritten
+                lastWrite: headWritten.futureResult
             )
             self.state = .sending(transfer)
+            context.writeAndFlush(self.wrapOutboundOut(.head(responseHead)), promise: headWritten)
             self.pump(context: context)
         }
 
