@@ -145,6 +145,21 @@ struct GetCommandTests {
         #expect(progress.allSatisfy { $0.hasPrefix("slow.bin  ") && $0.contains("%") && $0.contains(" / 2.86 MiB") })
     }
 
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func terminalGetsALiveLineRedrawnInPlace() async throws {
+        defer { stop() }
+        _ = serve("/tty.bin", size: 1_000_000)
+        server.setDefault("/tty.bin", .throttle(bytesPerSecond: 2_000_000))
+        let command = [SwoopBinary.path, "get", "--state-dir", state, "-d", out, server.url("/tty.bin")].joined(separator: " ")
+        // `script` gives the child a pseudo-terminal, as an interactive shell would.
+        let result = try await SwoopBinary.run(["-qfec", command, "/dev/null"], in: root, executable: "/usr/bin/script")
+        #expect(result.status == 0)
+        let redraws = result.stdout.components(separatedBy: "\r\u{1B}[K").dropFirst()
+        #expect(redraws.count >= 2)
+        #expect(redraws.contains { $0.hasPrefix("tty.bin  ") && $0.contains("%") && $0.contains("ETA") })
+        #expect(result.stdout.contains("\(out)/tty.bin (977 KiB, 1000000 bytes)"))
+    }
+
     @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
     func signalStopsCleanlyAndTheSameCommandContinues(signal: Int32, status: Int32) async throws {
         defer { stop() }

@@ -32,9 +32,9 @@ struct SwoopBinary {
         let out: URL
         let err: URL
 
-        init(_ arguments: [String], directory: String) throws {
+        init(_ arguments: [String], directory: String, executable: String = SwoopBinary.path) throws {
             process = Process()
-            process.executableURL = URL(fileURLWithPath: SwoopBinary.path)
+            process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
             process.currentDirectoryURL = URL(fileURLWithPath: directory)
             let base = NSTemporaryDirectory() + "swoop-cli-\(UUID().uuidString)"
@@ -70,8 +70,10 @@ struct SwoopBinary {
         }
     }
 
-    static func run(_ arguments: [String], in directory: String, timeout: Duration = .seconds(60)) async throws -> Result {
-        try await Running(arguments, directory: directory).wait(timeout: timeout)
+    static func run(
+        _ arguments: [String], in directory: String, executable: String = SwoopBinary.path, timeout: Duration = .seconds(60)
+    ) async throws -> Result {
+        try await Running(arguments, directory: directory, executable: executable).wait(timeout: timeout)
     }
 }
 
