@@ -75,20 +75,6 @@ public struct Configuration: Sendable {
     public init() {}
 }
 
-extension Configuration: Hashable {
-    public static func == (lhs: Configuration, rhs: Configuration) -> Bool {
-        lhs.retry == rhs.retry && lhs.timeouts == rhs.timeouts && lhs.redirects == rhs.redirects
-            && lhs.tls == rhs.tls && lhs.durability == rhs.durability && lhs.userAgent == rhs.userAgent
-            && lhs.lockDirectory == rhs.lockDirectory && lhs.receiveBufferSize == rhs.receiveBufferSize
-            && lhs.headers.elementsEqual(rhs.headers, by: { $0 == $1 })
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(userAgent)
-        hasher.combine(lockDirectory)
-    }
-}
-
 /// Facts about the library.
 public enum Swoop {
     /// The library's version.

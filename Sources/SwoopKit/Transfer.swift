@@ -205,7 +205,9 @@ final class Transfer {
             return false
         case .write(let start, let total, let restartReason):
             if let restartReason {
-                try restart(because: restartReason)
+                // The body that follows is the whole file: no extra request, so no restart budget spent.
+                emit(.notice(snapshot(), "\(restartReason); starting over from 0"))
+                try resetToZero()
             }
             if part == nil {
                 try claimFile(response: response)

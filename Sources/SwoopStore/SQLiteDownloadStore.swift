@@ -68,8 +68,10 @@ public final class SQLiteDownloadStore: DownloadStore {
                 t.column("finalModified", .double)
                 t.column("checksum", .text)
                 t.column("lastError", .text)
-                t.column("createdAt", .datetime).notNull()
-                t.column("updatedAt", .datetime).notNull()
+                // Seconds since 1970: GRDB's Date text format goes through DateFormatter (ICU), too
+                // slow for the checkpoint path.
+                t.column("createdAt", .double).notNull()
+                t.column("updatedAt", .double).notNull()
                 t.uniqueKey(["url", "directory", "requestedName"])
             }
         }
@@ -96,7 +98,7 @@ public final class SQLiteDownloadStore: DownloadStore {
             let statement = try db.cachedStatement(
                 sql: "UPDATE download SET committedBytes = ?, syncedBytes = ?, bootID = ?, updatedAt = ? WHERE id = ?"
             )
-            try statement.execute(arguments: [committedBytes, syncedBytes, bootID, Date(), id.rawValue])
+            try statement.execute(arguments: [committedBytes, syncedBytes, bootID, Date().timeIntervalSince1970, id.rawValue])
         }
     }
 
@@ -145,8 +147,8 @@ private struct Row: Codable, FetchableRecord, PersistableRecord {
     var finalModified: Double?
     var checksum: String?
     var lastError: String?
-    var createdAt: Date
-    var updatedAt: Date
+    var createdAt: Double
+    var updatedAt: Double
 
     init(_ r: DownloadRecord) {
         id = r.id.rawValue
@@ -165,14 +167,14 @@ private struct Row: Codable, FetchableRecord, PersistableRecord {
         finalModified = r.finalModified
         checksum = r.checksum
         lastError = r.lastError
-        createdAt = r.createdAt
-        updatedAt = r.updatedAt
+        createdAt = r.createdAt.timeIntervalSince1970
+        updatedAt = r.updatedAt.timeIntervalSince1970
     }
 
     var record: DownloadRecord {
         var r = DownloadRecord(
             id: Download.ID(id), url: url, directory: directory, requestedName: requestedName, bootID: bootID,
-            checksum: checksum, now: createdAt
+            checksum: checksum, now: Date(timeIntervalSince1970: createdAt)
         )
         r.fileName = fileName
         r.state = Download.State(rawValue: state) ?? .failed
@@ -184,7 +186,7 @@ private struct Row: Codable, FetchableRecord, PersistableRecord {
         r.finalSize = finalSize
         r.finalModified = finalModified
         r.lastError = lastError
-        r.updatedAt = updatedAt
+        r.updatedAt = Date(timeIntervalSince1970: updatedAt)
         return r
     }
 }

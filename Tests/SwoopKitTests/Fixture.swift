@@ -64,6 +64,23 @@ struct Fixture {
         return (result, await collector.value)
     }
 
+    /// A store and part file as an interrupted download of `path` left them (ETag "v1").
+    func interrupted(
+        _ path: String, total: Int, committed: Int, synced: Int, partFile: [UInt8], bootID: String = FileSystem.bootID
+    ) throws -> InMemoryDownloadStore {
+        let store = InMemoryDownloadStore()
+        var record = DownloadRecord(url: server.url(path), directory: directory, requestedName: "", bootID: bootID)
+        record.fileName = String(path.dropFirst())
+        record.state = .active
+        record.totalBytes = total
+        record.committedBytes = committed
+        record.syncedBytes = synced
+        record.etag = "\"v1\""
+        try store.save(record)
+        try Data(partFile).write(to: URL(fileURLWithPath: self.path(String(path.dropFirst()) + ".swoop")))
+        return store
+    }
+
     func files() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
     }

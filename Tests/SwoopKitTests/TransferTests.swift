@@ -71,6 +71,20 @@ struct TransferTests {
         #expect(events.notices.contains { $0.contains("ignored the range") })
     }
 
+    @Test func serverWithoutRangesStillFinishesAfterManyCuts() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let body = f.serve("/f.bin", size: 600_000) { $0.acceptRanges = false }
+        for cut in [100_000, 200_000, 300_000, 400_000, 500_000] {
+            f.server.enqueue("/f.bin", .cutAfter(bytes: cut))
+        }
+        let (result, events) = await f.download(try f.request("/f.bin"))
+        _ = try result.get()
+        #expect(sha256(file: f.path("f.bin")) == sha256(body))
+        #expect(f.server.requests(to: "/f.bin").count == 6)
+        #expect(events.notices.filter { $0.contains("ignored the range") }.count == 5)
+    }
+
     @Test func changedFileRestartsAndSaysWhy() async throws {
         let f = try await Fixture.make()
         defer { f.stop() }
@@ -104,15 +118,7 @@ struct TransferTests {
         let f = try await Fixture.make()
         defer { f.stop() }
         let body = f.serve("/f.bin", size: 100_000)
-        let store = InMemoryDownloadStore()
-        var record = DownloadRecord(url: f.server.url("/f.bin"), directory: f.directory, requestedName: "", bootID: FileSystem.bootID)
-        record.fileName = "f.bin"
-        record.state = .active
-        record.totalBytes = body.count
-        record.committedBytes = body.count
-        record.etag = "\"v1\""
-        try store.save(record)
-        try Data(body).write(to: URL(fileURLWithPath: f.path("f.bin.swoop")))
+        let store = try f.interrupted("/f.bin", total: body.count, committed: body.count, synced: 0, partFile: body)
         _ = try await f.download(try f.request("/f.bin"), store: store).result.get()
         #expect(sha256(file: f.path("f.bin")) == sha256(body))
         #expect(f.server.requests(to: "/f.bin").map { $0.header("Range") } == ["bytes=100000-"])
@@ -123,17 +129,11 @@ struct TransferTests {
         let f = try await Fixture.make()
         defer { f.stop() }
         let body = f.serve("/f.bin", size: 1_000_000)
-        let store = InMemoryDownloadStore()
-        var record = DownloadRecord(url: f.server.url("/f.bin"), directory: f.directory, requestedName: "", bootID: "an-earlier-boot")
-        record.fileName = "f.bin"
-        record.state = .active
-        record.totalBytes = body.count
-        record.committedBytes = 600_000
-        record.syncedBytes = 200_000
-        record.etag = "\"v1\""
-        try store.save(record)
         // After the crash the unsynced tail holds garbage.
-        try Data(body[0..<200_000] + [UInt8](repeating: 0, count: 400_000)).write(to: URL(fileURLWithPath: f.path("f.bin.swoop")))
+        let store = try f.interrupted(
+            "/f.bin", total: body.count, committed: 600_000, synced: 200_000,
+            partFile: Array(body[0..<200_000]) + [UInt8](repeating: 0, count: 400_000), bootID: "an-earlier-boot"
+        )
         _ = try await f.download(try f.request("/f.bin"), store: store).result.get()
         #expect(sha256(file: f.path("f.bin")) == sha256(body))
         #expect(f.server.requests(to: "/f.bin").first?.header("Range") == "bytes=200000-")
@@ -143,15 +143,7 @@ struct TransferTests {
         let f = try await Fixture.make()
         defer { f.stop() }
         let body = f.serve("/f.bin", size: 1_000_000)
-        let store = InMemoryDownloadStore()
-        var record = DownloadRecord(url: f.server.url("/f.bin"), directory: f.directory, requestedName: "", bootID: FileSystem.bootID)
-        record.fileName = "f.bin"
-        record.state = .active
-        record.totalBytes = body.count
-        record.committedBytes = 600_000
-        record.etag = "\"v1\""
-        try store.save(record)
-        try Data(body[0..<450_000]).write(to: URL(fileURLWithPath: f.path("f.bin.swoop")))
+        let store = try f.interrupted("/f.bin", total: body.count, committed: 600_000, synced: 0, partFile: Array(body[0..<450_000]))
         _ = try await f.download(try f.request("/f.bin"), store: store).result.get()
         #expect(sha256(file: f.path("f.bin")) == sha256(body))
         #expect(f.server.requests(to: "/f.bin").first?.header("Range") == "bytes=450000-")

@@ -1,0 +1,33 @@
+import Foundation
+import SwoopTesting
+import Testing
+
+@Suite("swoop get over TLS", .timeLimit(.minutes(1)))
+struct TLSCommandTests {
+    @Test func verificationIsOnByDefaultAndCanBeWidenedOrLoudlySkipped() async throws {
+        let certificate = try TestCertificate.makeSelfSigned()
+        let server = try await TestServer.start(tls: certificate)
+        defer { Task { try? await server.shutdown() } }
+        server.serve("/s.bin", Resource(body: Resource.random(size: 50_000, seed: 5), etag: "\"t\""))
+        let root = NSTemporaryDirectory() + "swoop-tls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        func get(_ extra: [String]) async throws -> SwoopBinary.Result {
+            try await SwoopBinary.run(["get", "--state-dir", root + "/state", "-d", root, "--retries", "0"] + extra + [server.url("/s.bin")], in: root)
+        }
+
+        let refused = try await get([])
+        #expect(refused.status == 4)
+        #expect(refused.stderrLines.count == 1)
+        #expect(refused.stderr.hasPrefix("swoop: error: TLS error with \(server.url("/s.bin"))"))
+        #expect(!FileManager.default.fileExists(atPath: root + "/s.bin"))
+
+        let trusted = try await get(["--ca-certificate", certificate.certificatePath])
+        #expect(trusted.status == 0)
+        #expect(trusted.stderr.isEmpty)
+
+        try FileManager.default.removeItem(atPath: root + "/s.bin")
+        let insecure = try await get(["-k", "--overwrite"])
+        #expect(insecure.status == 0)
+        #expect(insecure.stderrLines.first?.hasPrefix("swoop: warning: TLS certificate verification is OFF") == true)
+    }
+}
