@@ -68,8 +68,9 @@ public struct Configuration: Sendable {
     public var userAgent: String = "swoop/\(Swoop.version)"
     /// Where cross-process lock files live; `nil` disables cross-process locking.
     public var lockDirectory: String?
-    /// The socket read size. Large reads move bulk data with far fewer wake-ups.
-    public var receiveBufferSize: Int = 1 << 20
+    /// The socket read size. Larger reads mean fewer wake-ups; 256 KiB matched 1 MiB in scripts/bench
+    /// at 4 MiB less peak memory.
+    public var receiveBufferSize: Int = 1 << 18
 
     /// The default configuration.
     public init() {}

@@ -127,6 +127,8 @@ struct GetCommand: AsyncParsableCommand {
                 let download = outcome.download
                 let size = download.totalBytes ?? download.completedBytes
                 let path = download.destination ?? request.url.absoluteString
+                // Events may still be on their way to the printer: no progress line after the result.
+                console.finish(download.id)
                 switch outcome {
                 case .downloaded:
                     console.result("\(path) (\(ByteFormatting.format(size)), \(size) bytes)")

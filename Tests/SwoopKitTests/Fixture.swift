@@ -81,6 +81,17 @@ struct Fixture {
         return store
     }
 
+    /// Waits (up to 20 s) until the part file of `name` holds `size` bytes.
+    func partFileReaches(_ name: String, size: Int) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let current = (try? FileManager.default.attributesOfItem(atPath: path(name + ".swoop"))[.size] as? Int) ?? -1
+            if current == size { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return false
+    }
+
     func files() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
     }
