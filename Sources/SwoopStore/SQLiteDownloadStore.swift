@@ -3,9 +3,12 @@ import GRDB
 import SwoopKit
 
 /// The durable ``DownloadStore``: one SQLite database in WAL mode, shared safely by several Swoop
-/// processes (readers never block the writer).
+/// processes (readers in other processes never block the writer).
+///
+/// One connection (a `DatabaseQueue`) per process is enough: the engine's reads and writes are
+/// small and brief, and a pool's extra reader connections would only cost memory.
 public final class SQLiteDownloadStore: DownloadStore {
-    private let pool: DatabasePool
+    private let database: DatabaseQueue
     /// The database file's path.
     public let path: String
 
@@ -16,13 +19,14 @@ public final class SQLiteDownloadStore: DownloadStore {
         self.path = path
         var configuration = GRDB.Configuration()
         configuration.busyMode = .timeout(10)
+        configuration.journalMode = .wal
         configuration.prepareDatabase { db in
             // WAL commits without fsync; the part file's own fdatasync decides what a machine crash keeps.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(pool)
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            try Self.migrator.migrate(database)
         } catch {
             throw SwoopError(.store, "cannot open the state database \(path): \(error)", cause: error)
         }
@@ -112,7 +116,7 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     private func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {
-            return try pool.read(body)
+            return try database.read(body)
         } catch {
             throw SwoopError(.store, "cannot read the state database \(path): \(error)", cause: error)
         }
@@ -120,7 +124,7 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     private func write<T>(_ body: (Database) throws -> T) throws -> T {
         do {
-            return try pool.write(body)
+            return try database.write(body)
         } catch {
             throw SwoopError(.store, "cannot write the state database \(path): \(error)", cause: error)
         }
