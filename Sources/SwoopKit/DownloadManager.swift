@@ -18,7 +18,6 @@ public actor DownloadManager {
     private let logger: Logger
     private let client: HTTPClient
     private let hub = EventHub()
-    private var active: [Download.ID: Download] = [:]
     private var isShutDown = false
 
     /// Creates a manager.
@@ -38,8 +37,8 @@ public actor DownloadManager {
         self.client = try HTTPClientFactory.make(configuration)
     }
 
-    /// A new stream of every event from now on. Progress is coalesced when the subscriber is slow;
-    /// other events are never dropped.
+    /// A new stream of every event from now on. Nothing is dropped and the stream buffers without
+    /// limit: keep reading it (or drop it) while downloads run.
     public nonisolated func events() -> AsyncStream<DownloadEvent> {
         hub.subscribe()
     }
@@ -72,8 +71,8 @@ public actor DownloadManager {
     }
 }
 
-/// Fans events out to subscribers: one `AsyncStream` each. Progress may be coalesced for a slow
-/// subscriber; terminal events are buffered without limit so they are never lost.
+/// Fans events out to subscribers: one unbounded `AsyncStream` each, so no event is ever lost.
+/// (Coalescing progress for slow subscribers comes with the manager's queue.)
 final class EventHub: Sendable {
     private let continuations = NIOLockedValueBox<[UUID: AsyncStream<DownloadEvent>.Continuation]>([:])
 

@@ -92,6 +92,8 @@ public protocol DownloadStore: Sendable {
     func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord?
     /// The record with this id, if any.
     func record(id: Download.ID) throws -> DownloadRecord?
+    /// An unfinished record (not completed or removed) whose file in `directory` is `fileName`.
+    func unfinished(directory: String, fileName: String) throws -> DownloadRecord?
     /// Inserts or replaces a record.
     func save(_ record: DownloadRecord) throws
     /// Records progress: the hot path.

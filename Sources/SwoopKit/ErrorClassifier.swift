@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
 
 /// Turns what the HTTP stack throws into a ``SwoopError`` with a clear message and the right
@@ -28,11 +29,14 @@ enum ErrorClassifier {
             return SwoopError(.network, "network error with \(url): \(error.description)", cause: error, isRetryable: true)
         case let error as ChannelError:
             return SwoopError(.network, "connection error with \(url): \(error)", cause: error, isRetryable: true)
+        case let error as NIOConnectionError where error.connectionErrors.isEmpty:
+            return SwoopError(.network, "cannot resolve host \(error.host) for \(url)", cause: error, isRetryable: true)
+        case let error as NIOConnectionError:
+            let reasons = error.connectionErrors.map { "\($0.error)" }
+            let reason = reasons.allSatisfy { $0.contains("ECONNREFUSED") || $0.contains("refused") } ? "connection refused" : reasons.joined(separator: "; ")
+            return SwoopError(.network, "cannot connect to \(url): \(reason)", cause: error, isRetryable: true)
         default:
             let text = String(describing: error)
-            if text.contains("NIOConnectionError") || text.contains("connectionRefused") || text.contains("Connection refused") {
-                return SwoopError(.network, "cannot connect to \(url): connection refused", cause: error, isRetryable: true)
-            }
             return SwoopError(.network, "error with \(url): \(text)", cause: error, isRetryable: true)
         }
     }

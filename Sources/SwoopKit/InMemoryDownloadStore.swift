@@ -14,6 +14,14 @@ public final class InMemoryDownloadStore: DownloadStore {
         }
     }
 
+    public func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
+        records.withLockedValue { records in
+            records.values.first {
+                $0.directory == directory && $0.fileName == fileName && $0.state != .completed && $0.state != .removed
+            }
+        }
+    }
+
     public func record(id: Download.ID) throws -> DownloadRecord? {
         records.withLockedValue { $0[id] }
     }

@@ -68,6 +68,8 @@ final class PartFile: Sendable {
 
     /// Cuts the file to `length` bytes and forgets any sync beyond it.
     func truncate(to length: Int) throws {
+        // A flush still running would otherwise report the old length as synced after the cut.
+        syncQueue.sync {}
         guard ftruncate(fd, off_t(length)) == 0 else {
             throw SwoopError.fileSystem("truncate", path: path, errno: errno)
         }
@@ -92,6 +94,7 @@ final class PartFile: Sendable {
     /// Flushes the file's data to disk now and records `offset` as synced.
     func syncNow(upTo offset: Int) throws {
         syncQueue.sync {}
+        if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
         guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
         sync.withLockedValue { $0.synced = max($0.synced, offset) }
     }
@@ -113,6 +116,9 @@ final class PartFile: Sendable {
             }
         }
     }
+
+    /// The `errno` of a background flush that failed, if one did.
+    var syncFailure: Int32? { sync.withLockedValue { $0.error } }
 
     /// Bytes from the start known to be on disk.
     var syncedBytes: Int { sync.withLockedValue { $0.synced } }

@@ -88,6 +88,8 @@ enum ResumeDecision: Sendable, Hashable {
                 return .restart(reason: "the server's Content-Length does not match its Content-Range")
             }
             return .write(offset: saved.offset, totalBytes: total, restartReason: nil)
+        case 416 where saved.offset == 0:
+            return .status(416)
         case 416:
             if let text = head.contentRange, let unsatisfied = UnsatisfiedRange(parsing: text),
                 unsatisfied.total == saved.offset, saved.totalBytes == nil || saved.totalBytes == saved.offset

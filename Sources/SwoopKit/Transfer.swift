@@ -41,6 +41,8 @@ final class Transfer {
     private var lastCheckpoint = ContinuousClock.now
     private var lastSync = ContinuousClock.now
     private var checkpointedBytes = 0
+    /// Bytes written by this transfer in all attempts (a retry's progress test).
+    private var bytesWritten = 0
 
     private static let maxRestarts = 3
 
@@ -71,9 +73,10 @@ final class Transfer {
 
         if let existing = try storeCall({ try store.find(url: record.url, directory: record.directory, requestedName: record.requestedName) }) {
             record = existing
-            record.checksum = request.checksum?.description ?? existing.checksum
+            record.checksum = request.checksum?.description
             if let done = try recogniseCompleted() { return .alreadyComplete(done) }
             try reopenPartFile()
+            if record.state == .completed { return .alreadyComplete(record.snapshot()) }
         } else {
             try storeCall { try store.save(record) }
         }
@@ -107,7 +110,14 @@ final class Transfer {
     /// Reopens an unfinished download's part file and trusts only what both the store and the file
     /// vouch for.
     private func reopenPartFile() throws {
-        guard let partPath = record.partPath else { return }
+        guard let partPath = record.partPath, let finalPath = record.destinationPath else { return }
+        if !FileSystem.exists(partPath), let total = record.totalBytes, record.committedBytes == total,
+            FileSystem.sizeAndModified(finalPath)?.size == total
+        {
+            // The process died between the rename and recording it: the file is complete.
+            offset = total
+            return try recordCompleted(finalPath: finalPath)
+        }
         guard let file = try PartFile.open(partPath, exclusive: false) else { return }
         let trusted = min(record.trustedBytes(currentBootID: bootID), try file.size())
         try file.truncate(to: trusted)
@@ -121,7 +131,7 @@ final class Transfer {
         let backoff = Backoff(policy: configuration.retry)
         var failures = 0
         while true {
-            let startOffset = offset
+            let writtenBefore = bytesWritten
             do {
                 try Task.checkCancellation()
                 if try await attempt() { return try finish() }
@@ -134,7 +144,7 @@ final class Transfer {
                     throw stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), state: .paused)
                 }
                 guard swoopError.isRetryable else { throw stop(swoopError, state: .failed) }
-                if offset > startOffset { failures = 0 }
+                if bytesWritten > writtenBefore { failures = 0 }
                 failures += 1
                 guard failures <= configuration.retry.maxRetries else {
                     throw stop(swoopError, state: .failed)
@@ -162,9 +172,14 @@ final class Transfer {
     }
 
     private func saveProgress(error: SwoopError?) throws {
-        if let part { try? part.syncNow(upTo: offset) }
+        if let part {
+            if (try? part.syncNow(upTo: offset)) == nil {
+                // The disk refused to flush: only what was flushed before can be trusted.
+                offset = min(offset, part.syncedBytes)
+            }
+        }
         record.committedBytes = offset
-        record.syncedBytes = part?.syncedBytes ?? 0
+        record.syncedBytes = min(part?.syncedBytes ?? 0, offset)
         record.bootID = bootID
         record.lastError = error?.message
         record.updatedAt = Date()
@@ -213,8 +228,9 @@ final class Transfer {
                 try claimFile(response: response)
             }
             record.totalBytes = total
-            record.etag = head.etag
-            record.lastModified = head.lastModified
+            // A 206 that omits validators continues the saved representation: keep what we know.
+            record.etag = head.etag ?? (start > 0 ? record.etag : nil)
+            record.lastModified = head.lastModified ?? (start > 0 ? record.lastModified : nil)
             record.state = .active
             record.lastError = nil
             offset = start
@@ -316,8 +332,16 @@ final class Transfer {
                 case .rename: continue
                 }
             }
-            guard let file = try PartFile.open(partPath, exclusive: request.collisionPolicy != .overwrite) else { continue }
-            try file.truncate(to: 0)
+            // A part file, or a name an unfinished download in the store will resume into, belongs to
+            // someone else: reusing it could splice two downloads.
+            let claimedBy = try storeCall { try store.unfinished(directory: request.directory, fileName: name) }
+            let isFree = claimedBy == nil || claimedBy?.id == record.id
+            let file = isFree ? try PartFile.open(partPath, exclusive: true) : nil
+            guard let file else {
+                if request.collisionPolicy == .rename { continue }
+                let owner = claimedBy.map { " by the download of \($0.url)" } ?? ""
+                throw SwoopError(.destinationExists, "\(finalPath) is in use\(owner) (\(partPath) exists); choose another name")
+            }
             part = file
             record.fileName = name
             return
@@ -343,6 +367,7 @@ final class Transfer {
             }
             try part.write(buffer, at: offset)
             offset += count
+            bytesWritten += count
             if now - lastProgress >= .milliseconds(100) {
                 lastProgress = now
                 meter.record(bytes: offset, at: now)
@@ -360,7 +385,18 @@ final class Transfer {
         }
         lastCheckpoint = now
         checkpointedBytes = offset
-        try storeCall { try store.checkpoint(id: record.id, committedBytes: offset, syncedBytes: part.syncedBytes, bootID: bootID) }
+        try surfaceSyncFailure(part)
+        try storeCall {
+            try store.checkpoint(id: record.id, committedBytes: offset, syncedBytes: min(part.syncedBytes, offset), bootID: bootID)
+        }
+    }
+
+    /// A failed background flush means the kernel may have dropped the pages: trust only what was
+    /// flushed before, and stop.
+    private func surfaceSyncFailure(_ part: PartFile) throws {
+        guard let failure = part.syncFailure else { return }
+        offset = min(offset, part.syncedBytes)
+        throw SwoopError.fileSystem("flush", path: part.path, errno: failure)
     }
 
     /// Flushes, verifies and renames the part file; records the completed download.
@@ -368,6 +404,7 @@ final class Transfer {
         guard let part, let partPath = record.partPath, let finalPath = record.destinationPath else {
             throw SwoopError(.fileSystem, "no part file for \(record.url)")
         }
+        try surfaceSyncFailure(part)
         try part.syncNow(upTo: offset)
         record.totalBytes = record.totalBytes ?? offset
         if let expected = request.checksum {
@@ -384,8 +421,16 @@ final class Transfer {
                 )
             }
         }
+        try storeCall { try store.checkpoint(id: record.id, committedBytes: offset, syncedBytes: offset, bootID: bootID) }
         try FileSystem.publish(partPath, as: finalPath, replace: request.collisionPolicy == .overwrite)
         self.part = nil
+        try recordCompleted(finalPath: finalPath)
+        let done = record.snapshot()
+        emit(.completed(done))
+        return done
+    }
+
+    private func recordCompleted(finalPath: String) throws {
         let stat = FileSystem.sizeAndModified(finalPath)
         record.state = .completed
         record.committedBytes = offset
@@ -395,9 +440,6 @@ final class Transfer {
         record.lastError = nil
         record.updatedAt = Date()
         try storeCall { try store.save(record) }
-        let done = record.snapshot()
-        emit(.completed(done))
-        return done
     }
 
     // MARK: - Helpers
@@ -429,8 +471,10 @@ struct RetryAfterHint: Error, Sendable {
 }
 
 extension TimeAmount {
+    /// Converts, saturating at about 292 years instead of overflowing.
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        self = overflow ? .nanoseconds(seconds < 0 ? 0 : .max) : .nanoseconds(nanoseconds &+ attoseconds / 1_000_000_000)
     }
 }

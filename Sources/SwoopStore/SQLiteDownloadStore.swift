@@ -89,12 +89,34 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
+    public func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
+        try read { db in
+            try Row.filter(Column("directory") == directory && Column("fileName") == fileName)
+                .filter(![Download.State.completed.rawValue, Download.State.removed.rawValue].contains(Column("state")))
+                .fetchOne(db)?.record
+        }
+    }
+
     public func record(id: Download.ID) throws -> DownloadRecord? {
         try read { db in try Row.fetchOne(db, key: id.rawValue)?.record }
     }
 
+    /// Saves durably (`synchronous = FULL` for this commit): a state change such as a restart from
+    /// zero must not be rolled back by a power loss while the part file already holds new bytes.
+    /// Checkpoints stay cheap (`NORMAL`): losing one only costs re-downloading a little.
     public func save(_ record: DownloadRecord) throws {
-        try write { db in try Row(record).save(db) }
+        do {
+            try database.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                try db.inTransaction {
+                    try Row(record).save(db)
+                    return .commit
+                }
+            }
+        } catch {
+            throw SwoopError(.store, "cannot write the state database \(path): \(error)", cause: error)
+        }
     }
 
     public func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String) throws {

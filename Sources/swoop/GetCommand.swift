@@ -70,9 +70,10 @@ struct GetCommand: AsyncParsableCommand {
     func validate() throws {
         if output != nil && urls.count > 1 { throw ValidationError("-o/--output takes one URL; use -d for several") }
         if overwrite && noClobber { throw ValidationError("--overwrite and --no-clobber contradict each other") }
-        if retries < 0 { throw ValidationError("--retries must be 0 or more") }
-        for value in [retryWait, connectTimeout, timeout] where !(value > 0) || !value.isFinite {
-            throw ValidationError("timeouts and waits must be positive numbers of seconds")
+        guard (0...1000).contains(retries) else { throw ValidationError("--retries must be between 0 and 1000") }
+        guard (0...100).contains(maxRedirects) else { throw ValidationError("--max-redirects must be between 0 and 100") }
+        for value in [retryWait, connectTimeout, timeout] where !(value > 0 && value <= 1_000_000) {
+            throw ValidationError("timeouts and waits must be between 0 and 1000000 seconds")
         }
     }
 

@@ -84,11 +84,22 @@ struct GetCommandTests {
         #expect(server.requests.isEmpty)
     }
 
-    @Test func usageErrorIsExitTwo() async throws {
+    @Test(arguments: [
+        (["-o", "x", "http://127.0.0.1:9/a", "http://127.0.0.1:9/b"], "-o/--output takes one URL"),
+        (["--timeout", "1e17", "http://127.0.0.1:9/a"], "timeouts and waits must be between"),
+        (["--retry-wait", "0", "http://127.0.0.1:9/a"], "timeouts and waits must be between"),
+        (["--max-redirects=-1", "http://127.0.0.1:9/a"], "--max-redirects must be between 0 and 100"),
+        (["--checksum", "sha-256=zz", "http://127.0.0.1:9/a"], "invalid sha-256 digest 'zz'"),
+        (["-H", "no colon", "http://127.0.0.1:9/a"], "invalid header 'no colon'"),
+        (["--overwrite", "--no-clobber", "http://127.0.0.1:9/a"], "contradict"),
+    ])
+    func usageErrorsAreExitTwo(arguments: [String], message: String) async throws {
         defer { stop() }
-        let result = try await get(["-o", "x", server.url("/a"), server.url("/b")])
+        let result = try await get(arguments)
         #expect(result.status == 2)
-        #expect(result.stderr.contains("-o/--output takes one URL"))
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(files().isEmpty)
     }
 
     @Test func notFoundIsExitFiveWithTheStatus() async throws {

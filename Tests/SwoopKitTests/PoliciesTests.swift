@@ -45,6 +45,49 @@ struct PoliciesTests {
         #expect(sha256(file: f.path("a.1.tar.gz")) == sha256(body))
     }
 
+    @Test func aNameAnUnfinishedDownloadWillResumeIntoIsNotReused() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let body = f.serve("/a.bin", size: 1000)
+        // Another URL's interrupted download owns "a.bin" even though its part file is gone.
+        let store = InMemoryDownloadStore()
+        var other = DownloadRecord(url: f.server.url("/other/a.bin"), directory: f.directory, requestedName: "", bootID: "b")
+        other.fileName = "a.bin"
+        other.state = .paused
+        try store.save(other)
+        let outcome = try await f.download(try f.request("/a.bin"), store: store).result.get()
+        #expect(outcome.download.destination == f.path("a.1.bin"))
+        #expect(sha256(file: f.path("a.1.bin")) == sha256(body))
+    }
+
+    @Test(arguments: [CollisionPolicy.fail, .overwrite])
+    func aForeignPartFileIsNeverTakenOver(policy: CollisionPolicy) async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        f.serve("/a.bin", size: 1000)
+        try Data("someone else's bytes".utf8).write(to: URL(fileURLWithPath: f.path("a.bin.swoop")))
+        var request = try f.request("/a.bin")
+        request.collisionPolicy = policy
+        let (result, _) = await f.download(request)
+        guard case .failure(let error) = result else { Issue.record("should fail"); return }
+        #expect(error.code == .destinationExists)
+        #expect(error.message == "\(f.path("a.bin")) is in use (\(f.path("a.bin.swoop")) exists); choose another name")
+        #expect(try String(contentsOfFile: f.path("a.bin.swoop"), encoding: .utf8) == "someone else's bytes")
+    }
+
+    @Test func aCrashBetweenRenameAndRecordIsRecognisedAsComplete() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let body = f.serve("/a.bin", size: 5000)
+        let store = try f.interrupted("/a.bin", total: body.count, committed: body.count, synced: body.count, partFile: body)
+        try FileManager.default.moveItem(atPath: f.path("a.bin.swoop"), toPath: f.path("a.bin"))
+        let outcome = try await f.download(try f.request("/a.bin"), store: store).result.get()
+        guard case .alreadyComplete = outcome else { Issue.record("expected already complete"); return }
+        #expect(f.server.requests.isEmpty)
+        #expect(f.files() == ["a.bin"])
+        #expect(try store.all().first?.state == .completed)
+    }
+
     @Test func overwritePolicyReplaces() async throws {
         let f = try await Fixture.make()
         defer { f.stop() }

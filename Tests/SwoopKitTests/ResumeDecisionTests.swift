@@ -85,6 +85,11 @@ struct ResumeDecisionTests {
         }
     }
 
+    @Test func unsatisfiableRangeWithoutARangeRequestIsAnErrorStatus() {
+        let head = ResponseHead(status: 416, contentRange: "bytes */0")
+        #expect(ResumeDecision.decide(head, saved: SavedRepresentation(offset: 0)) == .status(416))
+    }
+
     @Test(arguments: [404, 403, 500, 503, 429, 408])
     func errorStatusesAreReported(status: Int) {
         #expect(ResumeDecision.decide(ResponseHead(status: status), saved: Self.saved) == .status(status))
