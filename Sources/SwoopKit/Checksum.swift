@@ -69,12 +69,10 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
             case .md5: md5.update(data: chunk)
             }
         }
-        let bytes: [UInt8]
         switch algorithm {
-        case .sha256: bytes = Array(sha256.finalize())
-        case .sha1: bytes = Array(sha1.finalize())
-        case .md5: bytes = Array(md5.finalize())
+        case .sha256: return Hashing.hex(sha256.finalize())
+        case .sha1: return Hashing.hex(sha1.finalize())
+        case .md5: return Hashing.hex(md5.finalize())
         }
-        return bytes.map { String(format: "%02x", $0) }.joined()
     }
 }

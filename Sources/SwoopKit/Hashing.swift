@@ -2,11 +2,17 @@ import Crypto
 
 enum Hashing {
     static func sha256Hex(_ text: String) -> String {
-        SHA256.hash(data: Array(text.utf8)).map { byteHex($0) }.joined()
+        hex(SHA256.hash(data: Array(text.utf8)))
     }
 
-    private static func byteHex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xf)]])
+    /// Lower-case hex of a digest's bytes.
+    static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0xf)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
