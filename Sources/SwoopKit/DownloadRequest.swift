@@ -54,7 +54,9 @@ public struct DownloadRequest: Sendable {
         guard ["http", "https"].contains(scheme.lowercased()) else {
             throw SwoopError(.unsupportedScheme, "unsupported URL scheme '\(scheme)' in \(string): only http and https")
         }
-        guard let host = components.host, !host.isEmpty, let url = components.url else {
+        // `rangeOfHost`, not `host`: the host getters run IDNA through ICU, which costs megabytes
+        // of memory for nothing on an ASCII host.
+        guard let host = components.rangeOfHost, !host.isEmpty, let url = components.url else {
             throw SwoopError(.invalidURL, "invalid URL (no host): \(string)")
         }
         return url
