@@ -75,6 +75,7 @@ final class Transfer {
             record = existing
             record.checksum = request.checksum?.description
             if let done = try recogniseCompleted() { return .alreadyComplete(done) }
+            try returnToQueue()
             try reopenPartFile()
             if record.state == .completed { return .alreadyComplete(record.snapshot()) }
         } else {
@@ -107,6 +108,25 @@ final class Transfer {
         return nil
     }
 
+    /// Running the same download again resumes it: a paused or failed one goes back to waiting, and
+    /// one left `active` by a process that died (the lock we hold proves it is gone) is recovered.
+    private func returnToQueue() throws {
+        switch record.state {
+        case .paused, .failed: try transition(.resume)
+        case .active: try transition(.recover)
+        case .removed:
+            record = DownloadRecord(
+                id: record.id, url: record.url, directory: record.directory, requestedName: record.requestedName,
+                bootID: bootID, checksum: record.checksum
+            )
+        case .waiting, .completed: break
+        }
+    }
+
+    private func transition(_ request: DownloadStateMachine.Request) throws {
+        record.state = try DownloadStateMachine.next(after: record.state, on: request).get()
+    }
+
     /// Reopens an unfinished download's part file and trusts only what both the store and the file
     /// vouch for.
     private func reopenPartFile() throws {
@@ -116,6 +136,7 @@ final class Transfer {
         {
             // The process died between the rename and recording it: the file is complete.
             offset = total
+            try transition(.start)
             return try recordCompleted(finalPath: finalPath)
         }
         guard let file = try PartFile.open(partPath, exclusive: false) else { return }
@@ -130,6 +151,8 @@ final class Transfer {
     private func transferWithRetries() async throws -> Download {
         let backoff = Backoff(policy: configuration.retry)
         var failures = 0
+        // Active from the first connection attempt to the end, backoff sleeps included.
+        try transition(.start)
         while true {
             let writtenBefore = bytesWritten
             do {
@@ -164,7 +187,8 @@ final class Transfer {
 
     /// Saves progress, records the error and state, and returns the error to throw.
     private func stop(_ error: SwoopError, state: Download.State) -> SwoopError {
-        record.state = state
+        let request: DownloadStateMachine.Request = state == .paused ? .pause : .fail
+        record.state = (try? DownloadStateMachine.next(after: record.state, on: request).get()) ?? state
         try? saveProgress(error: state == .failed ? error : nil)
         let snapshot = snapshot()
         emit(state == .paused ? .paused(snapshot) : .failed(snapshot, error))
@@ -231,7 +255,6 @@ final class Transfer {
             // A 206 that omits validators continues the saved representation: keep what we know.
             record.etag = head.etag ?? (start > 0 ? record.etag : nil)
             record.lastModified = head.lastModified ?? (start > 0 ? record.lastModified : nil)
-            record.state = .active
             record.lastError = nil
             offset = start
             // The validators reach the store before the first byte of this representation reaches the file.
@@ -432,7 +455,7 @@ final class Transfer {
 
     private func recordCompleted(finalPath: String) throws {
         let stat = FileSystem.sizeAndModified(finalPath)
-        record.state = .completed
+        try transition(.complete)
         record.committedBytes = offset
         record.syncedBytes = offset
         record.finalSize = stat?.size ?? offset
