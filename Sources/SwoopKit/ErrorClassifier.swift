@@ -1,3 +1,4 @@
+import Foundation
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
@@ -26,14 +27,15 @@ enum ErrorClassifier {
         case let error as HTTPParserError:
             return SwoopError(.invalidResponse, "invalid HTTP response from \(url): \(error)", cause: error)
         case let error as IOError:
-            return SwoopError(.network, "network error with \(url): \(error.description)", cause: error, isRetryable: true)
+            let what = error.errnoCode == ECONNREFUSED ? "cannot connect to" : "network error with"
+            return SwoopError(.network, "\(what) \(url): \(String(cString: strerror(error.errnoCode)))", cause: error, isRetryable: true)
         case let error as ChannelError:
             return SwoopError(.network, "connection error with \(url): \(error)", cause: error, isRetryable: true)
         case let error as NIOConnectionError where error.connectionErrors.isEmpty:
             return SwoopError(.network, "cannot resolve host \(error.host) for \(url)", cause: error, isRetryable: true)
         case let error as NIOConnectionError:
-            let reasons = error.connectionErrors.map { "\($0.error)" }
-            let reason = reasons.allSatisfy { $0.contains("ECONNREFUSED") || $0.contains("refused") } ? "connection refused" : reasons.joined(separator: "; ")
+            let refused = error.connectionErrors.allSatisfy { ($0.error as? IOError)?.errnoCode == ECONNREFUSED }
+            let reason = refused ? "connection refused" : error.connectionErrors.map { "\($0.error)" }.joined(separator: "; ")
             return SwoopError(.network, "cannot connect to \(url): \(reason)", cause: error, isRetryable: true)
         default:
             let text = String(describing: error)

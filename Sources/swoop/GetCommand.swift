@@ -159,7 +159,7 @@ struct GetCommand: AsyncParsableCommand {
             if let output {
                 let path = (output as NSString).expandingTildeInPath
                 let dir = (path as NSString).deletingLastPathComponent
-                if !dir.isEmpty { directory = path.hasPrefix("/") || self.directory == "." ? dir : (self.directory as NSString).appendingPathComponent(dir) }
+                if !dir.isEmpty { directory = path.hasPrefix("/") ? dir : (self.directory as NSString).appendingPathComponent(dir) }
                 fileName = (path as NSString).lastPathComponent
             }
             var request = try DownloadRequest(url: url, directory: directory, fileName: fileName)

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import SwoopTesting
 import Testing
@@ -23,8 +22,7 @@ struct DiskFailureTests {
         try mount.resize(sizeKiB: 8192)
         let resumed = try await SwoopBinary.run(arguments, in: mount.stateDirectory)
         #expect(resumed.status == 0, "\(resumed.stderr)")
-        let data = try #require(FileManager.default.contents(atPath: mount.path + "/big.bin"))
-        #expect(SHA256.hash(data: data) == SHA256.hash(data: body))
+        #expect(sha256Hex(file: mount.path + "/big.bin") == sha256Hex(body))
         let range = try #require(server.requests(to: "/big.bin").last?.header("Range"))
         #expect(range.hasPrefix("bytes=") && range != "bytes=0-")
     }

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import SwoopTesting
 import Testing
@@ -39,11 +38,9 @@ struct GetCommandTests {
 
     func files() -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).sorted() }
 
-    func digest(_ path: String) -> String? {
-        FileManager.default.contents(atPath: path).map { SHA256.hash(data: $0).map { String(format: "%02x", $0) }.joined() }
-    }
+    func digest(_ path: String) -> String? { sha256Hex(file: path) }
 
-    func digest(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+    func digest(_ bytes: [UInt8]) -> String { sha256Hex(bytes) }
 
     @Test func successPrintsThePathAndSize() async throws {
         defer { stop() }
@@ -108,6 +105,16 @@ struct GetCommandTests {
         let result = try await get([server.url("/missing.bin")])
         #expect(result.status == 5)
         #expect(result.stderrLines == ["swoop: error: HTTP 404 Not Found from \(server.url("/missing.bin"))"])
+        #expect(files().isEmpty)
+    }
+
+    @Test func connectionRefusedIsExitFourWithOneLine() async throws {
+        defer { stop() }
+        let closed = server.url("/x")
+        try await server.shutdown()
+        let result = try await get(["--retries", "1", closed])
+        #expect(result.status == 4)
+        #expect(result.stderrLines.last == "swoop: error: cannot connect to \(closed): Connection refused")
         #expect(files().isEmpty)
     }
 
@@ -178,7 +185,7 @@ struct GetCommandTests {
         server.enqueue("/big.bin", .stallAfter(bytes: 2_500_000))
         let running = try start([server.url("/big.bin")])
         #expect(await eventually { server.bodyBytesSent(to: "/big.bin") >= 2_500_000 })
-        #expect(await eventually { (try? FileManager.default.attributesOfItem(atPath: out + "/big.bin.swoop")[.size] as? Int) == 2_500_000 })
+        #expect(await eventually { fileSize(out + "/big.bin.swoop") == 2_500_000 })
         running.signal(signal)
         let stopped = await running.wait()
         #expect(stopped.status == status)
@@ -223,7 +230,7 @@ struct GetCommandTests {
         server.enqueue("/crash.bin", .stallAfter(bytes: cut))
         let running = try start([server.url("/crash.bin")])
         #expect(await eventually { server.bodyBytesSent(to: "/crash.bin") >= cut }, "seed \(seed)")
-        #expect(await eventually { (try? FileManager.default.attributesOfItem(atPath: out + "/crash.bin.swoop")[.size] as? Int) == cut }, "seed \(seed)")
+        #expect(await eventually { fileSize(out + "/crash.bin.swoop") == cut }, "seed \(seed)")
         running.signal(SIGKILL)
         _ = await running.wait()
 

@@ -76,13 +76,3 @@ struct SwoopBinary {
         try await Running(arguments, directory: directory, executable: executable).wait(timeout: timeout)
     }
 }
-
-/// Polls `condition` until it holds or `timeout` passes.
-func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import SwoopTesting
 import Testing
@@ -83,13 +82,7 @@ struct Fixture {
 
     /// Waits (up to 20 s) until the part file of `name` holds `size` bytes.
     func partFileReaches(_ name: String, size: Int) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
-            let current = (try? FileManager.default.attributesOfItem(atPath: path(name + ".swoop"))[.size] as? Int) ?? -1
-            if current == size { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return false
+        await eventually { fileSize(path(name + ".swoop")) == size }
     }
 
     func files() -> [String] {
@@ -109,14 +102,9 @@ struct Fixture {
     }
 }
 
-func sha256(_ bytes: [UInt8]) -> String {
-    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
-}
+func sha256(_ bytes: [UInt8]) -> String { sha256Hex(bytes) }
 
-func sha256(file path: String) -> String? {
-    guard let data = FileManager.default.contents(atPath: path) else { return nil }
-    return sha256(Array(data))
-}
+func sha256(file path: String) -> String? { sha256Hex(file: path) }
 
 extension Array where Element == DownloadEvent {
     var notices: [String] {

@@ -1,0 +1,27 @@
+import Crypto
+import Foundation
+
+/// The lower-case hex SHA-256 of `bytes`: what tests compare a download with its source by.
+public func sha256Hex(_ bytes: [UInt8]) -> String {
+    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+}
+
+/// The lower-case hex SHA-256 of the file at `path`, or `nil` when it cannot be read.
+public func sha256Hex(file path: String) -> String? {
+    FileManager.default.contents(atPath: path).map { sha256Hex(Array($0)) }
+}
+
+/// The size of the file at `path`, or `nil` when it does not exist.
+public func fileSize(_ path: String) -> Int? {
+    (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int
+}
+
+/// Polls `condition` every few milliseconds until it holds or `timeout` passes; returns its last value.
+public func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
