@@ -57,6 +57,27 @@ public struct Configuration: Sendable {
         public init() {}
     }
 
+    /// How many downloads run at once.
+    public struct Queue: Sendable, Hashable {
+        /// The most downloads transferring at once; the rest wait (changeable while running with
+        /// ``DownloadManager/setMaxConcurrentDownloads(_:)``).
+        public var maxConcurrentDownloads: Int = 5
+        /// The most downloads from one host at once, or `nil` for no limit.
+        public var maxPerHost: Int?
+        public init() {}
+    }
+
+    /// How long finished downloads stay listed. Applied by ``DownloadManager/reconcile()``.
+    public struct History: Sendable, Hashable {
+        /// Keep at most this many completed or removed downloads (the newest), or `nil` for all.
+        public var maxFinished: Int?
+        /// Forget completed or removed downloads older than this, or `nil` to keep them.
+        public var maxAge: Duration?
+        public init() {}
+    }
+
+    public var queue = Queue()
+    public var history = History()
     public var retry = Retry()
     public var timeouts = Timeouts()
     public var redirects = Redirects()

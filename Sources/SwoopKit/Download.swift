@@ -41,8 +41,10 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
     public var completedBytes: Int
     /// The current transfer speed, averaged over the last few seconds; 0 when not active.
     public var bytesPerSecond: Double
-    /// The last error's message, for failed downloads.
+    /// The last error's message, for failed downloads (or what happened to a completed file).
     public var error: String?
+    /// Higher runs first when waiting.
+    public var priority: Int
 
     /// The fraction done in 0...1, or `nil` when the length is unknown.
     public var fractionCompleted: Double? {
@@ -53,7 +55,7 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
     /// Creates a snapshot.
     public init(
         id: ID, url: String, destination: String?, state: State, totalBytes: Int?, completedBytes: Int,
-        bytesPerSecond: Double = 0, error: String? = nil
+        bytesPerSecond: Double = 0, error: String? = nil, priority: Int = 0
     ) {
         self.id = id
         self.url = url
@@ -63,6 +65,7 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
         self.completedBytes = completedBytes
         self.bytesPerSecond = bytesPerSecond
         self.error = error
+        self.priority = priority
     }
 }
 
@@ -80,15 +83,27 @@ public enum DownloadEvent: Sendable {
     case paused(Download)
     /// The final file is in place.
     case completed(Download)
+    /// The file was already complete from an earlier run; nothing was transferred.
+    case alreadyComplete(Download)
     /// The download stopped with an error; its progress is saved.
     case failed(Download, SwoopError)
+    /// The download was cancelled or removed.
+    case removed(Download)
 
     /// The snapshot this event carries.
     public var download: Download {
         switch self {
         case .added(let d), .started(let d), .progress(let d), .notice(let d, _), .paused(let d),
-            .completed(let d), .failed(let d, _):
+            .completed(let d), .alreadyComplete(let d), .failed(let d, _), .removed(let d):
             return d
+        }
+    }
+
+    /// Whether this event ends the download's run: it will not change again unless asked to.
+    public var isTerminal: Bool {
+        switch self {
+        case .paused, .completed, .alreadyComplete, .failed, .removed: return true
+        case .added, .started, .progress, .notice: return false
         }
     }
 }

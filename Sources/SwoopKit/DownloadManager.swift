@@ -6,24 +6,53 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
-/// Runs downloads and tells subscribers what happens to them.
+/// Runs many downloads: a waiting queue, a limit on how many run at once (and per host), durable
+/// lists, and events for every subscriber.
 ///
-/// One manager owns one HTTP client (a connection pool) for its life; call ``shutdown()`` when done.
-/// ``download(_:)`` runs a download in the caller's task: cancelling that task stops the download
-/// and saves its progress.
+/// ```swift
+/// let manager = try DownloadManager(store: try SQLiteDownloadStore(directory: stateDirectory))
+/// let runner = Task { await manager.run() }
+/// let id = try await manager.add(DownloadRequest(url: "https://example.com/a.iso", directory: "/tmp"))
+/// for await event in manager.events() { if event.download.id == id, event.isTerminal { break } }
+/// try await manager.shutdown()
+/// await runner.value
+/// ```
+///
+/// The transfers run as child tasks of ``run()``; ``shutdown()`` stops them (saving their progress),
+/// waits for them, closes the store and the connection pool, and ends every event stream. No task
+/// or connection outlives it. ``download(_:)`` runs one download at once in the caller's task,
+/// outside the queue.
 public actor DownloadManager {
-    /// The configuration the manager was made with.
+    /// The configuration the manager was made with (the queue limits may change since; see ``stats()``).
     public nonisolated let configuration: Configuration
-    private let store: any DownloadStore
-    private let logger: Logger
-    private let client: HTTPClient
+    let store: any DownloadStore
+    let logger: Logger
+    let client: HTTPClient
     private let hub = EventHub()
-    private var isShutDown = false
+    private let live = LiveTransfers()
+    private var queue: DownloadQueue
+    private var phase = Phase.idle
+    private let starts: AsyncStream<Download.ID>
+    private let startsContinuation: AsyncStream<Download.ID>.Continuation
+    private var runFinished: [CheckedContinuation<Void, Never>] = []
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// What to do with a running download once its transfer has stopped.
+    private var stopIntents: [Download.ID: StopIntent] = [:]
+    private var nextPosition: Int?
+    private var session = SessionCounts()
+
+    private enum Phase { case idle, running, stopping, stopped }
+
+    private enum StopIntent {
+        case pause
+        case cancel
+        case remove(deletingFile: Bool)
+    }
 
     /// Creates a manager.
     ///
     /// - Parameters:
-    ///   - configuration: Retries, timeouts, TLS and the rest.
+    ///   - configuration: Queue limits, retries, timeouts, TLS and the rest.
     ///   - store: Where records live; ``InMemoryDownloadStore`` keeps nothing on disk.
     ///   - logger: The logger the library logs to (at `info` and below).
     /// - Throws: ``SwoopError`` when the TLS configuration cannot be loaded.
@@ -31,73 +60,747 @@ public actor DownloadManager {
         configuration: Configuration = Configuration(), store: any DownloadStore = InMemoryDownloadStore(),
         logger: Logger = Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws {
+        guard configuration.queue.maxConcurrentDownloads >= 1 else {
+            throw SwoopError(.invalidArgument, "the most downloads at once must be at least 1")
+        }
+        if let perHost = configuration.queue.maxPerHost, perHost < 1 {
+            throw SwoopError(.invalidArgument, "the most downloads per host must be at least 1")
+        }
         self.configuration = configuration
         self.store = store
         self.logger = logger
         self.client = try HTTPClientFactory.make(configuration)
+        self.queue = DownloadQueue(
+            limits: .init(maxConcurrent: configuration.queue.maxConcurrentDownloads, maxPerHost: configuration.queue.maxPerHost)
+        )
+        (starts, startsContinuation) = AsyncStream.makeStream(of: Download.ID.self)
     }
 
-    /// A new stream of every event from now on. Nothing is dropped and the stream buffers without
-    /// limit: keep reading it (or drop it) while downloads run.
+    /// A manager that writes nothing but the downloaded files: records in memory, no lock files,
+    /// no cache directory.
+    public static func ephemeral(configuration: Configuration = Configuration()) throws -> DownloadManager {
+        var configuration = configuration
+        configuration.lockDirectory = nil
+        return try DownloadManager(configuration: configuration, store: InMemoryDownloadStore())
+    }
+
+    /// A new stream of every event from now on. See ``DownloadEvent`` for what may be coalesced:
+    /// progress events of one download merge while unread; nothing else is ever dropped.
     public nonisolated func events() -> AsyncStream<DownloadEvent> {
         hub.subscribe()
     }
 
-    /// Downloads one file (or finishes a partial one, or recognises it as already complete).
+    // MARK: - Running
+
+    /// Runs queued downloads until ``shutdown()``: the transfers are this method's child tasks.
+    /// Call it once, in a task of its own. Cancelling that task stops the transfers too (their
+    /// progress is saved), like ``shutdown()`` does.
+    public func run() async {
+        guard phase == .idle else { return }
+        phase = .running
+        schedule()
+        let starts = self.starts
+        await withDiscardingTaskGroup { group in
+            for await id in starts {
+                group.addTask { await self.runQueued(id) }
+            }
+            group.cancelAll()
+        }
+        for waiter in runFinished { waiter.resume() }
+        runFinished.removeAll()
+        if phase == .running { phase = .stopping }
+        wakeIdleWaiters(force: true)
+    }
+
+    /// Returns when nothing runs and nothing waits (or the manager stops).
+    public func waitUntilIdle() async {
+        if queue.isIdle || phase == .stopped { return }
+        await withCheckedContinuation { idleWaiters.append($0) }
+    }
+
+    /// Downloads one file now, in the caller's task and outside the queue (or finishes a partial
+    /// one, or recognises it as already complete).
     ///
     /// - Returns: How it ended, with the final snapshot.
     /// - Throws: ``SwoopError``; ``SwoopError/Code/cancelled`` when the task was cancelled (progress saved).
     public func download(_ request: DownloadRequest) async throws -> DownloadOutcome {
-        guard !isShutDown else { throw SwoopError(.invalidArgument, "the download manager is shut down") }
-        let hub = self.hub
-        let transfer = Transfer(
-            request: request, client: client, configuration: configuration, store: store, logger: logger,
-            emit: { event in hub.publish(event) }
+        guard phase == .idle || phase == .running else { throw Self.stoppedError }
+        let job = transferJob(request)
+        let id = Download.ID.make()
+        let task = Task { try await job() }
+        live.register(id, task: task)
+        defer { live.unregister(id) }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    // MARK: - Adding
+
+    /// Queues a download and returns its id.
+    ///
+    /// A URL already in the store for the same directory and file name is reused, never
+    /// duplicated: a paused or failed one goes back to the queue and continues from its progress; a
+    /// completed one is recognised (``DownloadEvent/alreadyComplete(_:)``) without a transfer.
+    public func add(_ request: DownloadRequest) throws -> Download.ID {
+        try add(contentsOf: [request])[0]
+    }
+
+    /// Queues many downloads in one store transaction (thousands take a fraction of a second).
+    ///
+    /// - Returns: The ids, one per request, in order (a request repeated in the list gets the same id).
+    public func add(contentsOf requests: [DownloadRequest]) throws -> [Download.ID] {
+        guard phase == .idle || phase == .running else { throw Self.stoppedError }
+        var position = try nextQueuePosition()
+        var byKey: [RecordKey: DownloadRecord] = [:]
+        var ids: [Download.ID] = []
+        var toSave: [DownloadRecord] = []
+        var entries: [DownloadQueue.Entry] = []
+        for request in requests {
+            let key = RecordKey(request)
+            if let record = byKey[key] {
+                ids.append(record.id)
+                continue
+            }
+            var record: DownloadRecord
+            if let existing = try store.find(url: key.url, directory: key.directory, requestedName: key.requestedName) {
+                if queue.contains(existing.id) {
+                    // Already queued or running here: its live record must not be overwritten.
+                    byKey[key] = existing
+                    ids.append(existing.id)
+                    continue
+                }
+                record = existing
+                try Self.requeue(&record)
+            } else {
+                record = DownloadRecord(url: key.url, directory: key.directory, requestedName: key.requestedName, bootID: FileSystem.bootID)
+                record.position = position
+                position += 1
+            }
+            record.headers = request.headers.map { HTTPHeaderField(name: $0.name, value: $0.value) }
+            record.checksum = request.checksum?.description
+            record.collisionPolicy = request.collisionPolicy
+            record.priority = request.priority
+            record.updatedAt = Date()
+            byKey[key] = record
+            ids.append(record.id)
+            toSave.append(record)
+            entries.append(Self.entry(record))
+        }
+        nextPosition = position
+        try store.save(contentsOf: toSave)
+        for record in toSave { hub.publish(.added(record.snapshot())) }
+        queue.enqueue(entries)
+        schedule()
+        return ids
+    }
+
+    /// Puts a stored record back in line: paused and failed ones resume, a removed one starts afresh.
+    private static func requeue(_ record: inout DownloadRecord) throws {
+        switch record.state {
+        case .paused, .failed:
+            record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get()
+        case .removed:
+            record = DownloadRecord(
+                id: record.id, url: record.url, directory: record.directory, requestedName: record.requestedName,
+                bootID: FileSystem.bootID, now: record.createdAt
+            )
+        case .waiting, .active, .completed:
+            // An `active` record belongs to a live process (its lock decides at start) or to a dead
+            // one (recovered at start); a completed one is checked at start.
+            break
+        }
+    }
+
+    // MARK: - Controlling
+
+    /// Pauses a download: a running one stops (progress saved), a waiting one leaves the queue.
+    ///
+    /// - Throws: ``SwoopError/Code/notFound`` for an unknown id; ``SwoopError/Code/inUse`` when
+    ///   another process runs it; ``SwoopError/Code/invalidArgument`` when its state does not allow it.
+    public func pause(_ id: Download.ID) async throws {
+        if live.contains(id) {
+            await stop(id, intent: .pause)
+            return
+        }
+        var record = try existingRecord(id)
+        if record.state == .active { try Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory) }
+        record.state = try DownloadStateMachine.next(after: record.state == .active ? .waiting : record.state, on: .pause).get()
+        queue.removeWaiting(id)
+        record.bytesPerSecond = 0
+        record.updatedAt = Date()
+        try store.save(record)
+        session.stopped += 1
+        hub.publish(.paused(record.snapshot()))
+        wakeIdleWaiters()
+    }
+
+    /// Puts a paused or failed download (or one a dead process left behind) back in the queue.
+    public func resume(_ id: Download.ID) throws {
+        guard !queue.contains(id) else {
+            throw SwoopError(.invalidArgument, "download \(id) is already \(queue.isWaiting(id) ? "waiting" : "active")")
+        }
+        var record = try existingRecord(id)
+        switch record.state {
+        case .waiting:
+            break
+        case .active:
+            try Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory)
+            record.state = try DownloadStateMachine.next(after: .active, on: .recover).get()
+        default:
+            record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get()
+        }
+        record.updatedAt = Date()
+        try store.save(record)
+        queue.enqueue([Self.entry(record)])
+        schedule()
+    }
+
+    /// Pauses every running and waiting download of this manager.
+    public func pauseAll() async {
+        let ids = Array(queue.active.keys) + queue.waiting.map(\.id)
+        for id in ids { try? await pause(id) }
+    }
+
+    /// Resumes every unfinished download in the store (paused, failed, waiting, or left active by a
+    /// process that died), in queue order.
+    ///
+    /// - Returns: The ids queued.
+    @discardableResult
+    public func resumeAll() throws -> [Download.ID] {
+        var resumed: [Download.ID] = []
+        for record in try store.all() where !queue.contains(record.id) {
+            switch record.state {
+            case .waiting, .paused, .failed, .active:
+                do {
+                    try resume(record.id)
+                    resumed.append(record.id)
+                } catch let error as SwoopError where error.code == .inUse {
+                    continue
+                }
+            case .completed, .removed:
+                continue
+            }
+        }
+        return resumed
+    }
+
+    /// Stops a download for good: the part file is deleted and the record is kept as `removed`
+    /// (a completed file stays where it is).
+    public func cancel(_ id: Download.ID) async throws {
+        if live.contains(id) {
+            await stop(id, intent: .cancel)
+            return
+        }
+        var record = try existingRecord(id)
+        if record.state == .active { try Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory) }
+        queue.removeWaiting(id)
+        try markCancelled(&record)
+    }
+
+    /// Forgets a download: stops it if running and deletes its record; with `deletingFile`, also its
+    /// part file and its final file (a final file changed since Swoop wrote it is kept).
+    public func remove(_ id: Download.ID, deletingFile: Bool = false) async throws {
+        if live.contains(id) {
+            await stop(id, intent: .remove(deletingFile: deletingFile))
+            return
+        }
+        let record = try existingRecord(id)
+        if record.state == .active { try Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory) }
+        queue.removeWaiting(id)
+        try delete(record, deletingFile: deletingFile)
+    }
+
+    /// Moves a waiting download to `position` in the waiting order (0 is next).
+    public func move(_ id: Download.ID, to position: Int) throws {
+        guard let changed = queue.move(id, to: position, firstPosition: queue.waiting.map(\.position).min() ?? 0) else {
+            throw SwoopError(.invalidArgument, "download \(id) is not waiting in this manager's queue")
+        }
+        try saveQueueEntries(changed)
+    }
+
+    /// Changes a waiting download's priority (higher starts first).
+    public func setPriority(_ id: Download.ID, _ priority: Int) throws {
+        guard let changed = queue.setPriority(id, priority) else {
+            throw SwoopError(.invalidArgument, "download \(id) is not waiting in this manager's queue")
+        }
+        try saveQueueEntries([changed])
+    }
+
+    /// Changes how many downloads run at once. Lowering it lets running downloads finish; it does
+    /// not stop them.
+    public func setMaxConcurrentDownloads(_ limit: Int) throws {
+        guard limit >= 1 else { throw SwoopError(.invalidArgument, "the most downloads at once must be at least 1") }
+        queue.limits.maxConcurrent = limit
+        schedule()
+    }
+
+    /// Changes the per-host limit (`nil` for none).
+    public func setMaxPerHost(_ limit: Int?) throws {
+        if let limit, limit < 1 { throw SwoopError(.invalidArgument, "the most downloads per host must be at least 1") }
+        queue.limits.maxPerHost = limit
+        schedule()
+    }
+
+    // MARK: - Reading
+
+    /// Snapshots of the downloads in the store, in queue order, with live speeds for running ones.
+    ///
+    /// - Parameter states: Only these states, or `nil` for all.
+    public func downloads(matching states: Set<Download.State>? = nil) throws -> [Download] {
+        let current = live.snapshots()
+        return try store.all().compactMap { record in
+            let snapshot = current[record.id] ?? record.snapshot(bytesPerSecond: record.state == .active ? record.bytesPerSecond : 0)
+            return states.map { $0.contains(snapshot.state) } ?? true ? snapshot : nil
+        }
+    }
+
+    /// One download's snapshot.
+    public func download(id: Download.ID) throws -> Download {
+        if let snapshot = live.snapshots()[id] { return snapshot }
+        return try existingRecord(id).snapshot()
+    }
+
+    /// Counts and total speed of this manager's downloads.
+    public func stats() -> DownloadStats {
+        let snapshots = live.snapshots()
+        let running = queue.active.keys
+        return DownloadStats(
+            active: running.count, waiting: queue.waiting.count, completed: session.completed, failed: session.failed,
+            stopped: session.stopped,
+            bytesPerSecond: running.reduce(0) { $0 + (snapshots[$1]?.bytesPerSecond ?? 0) },
+            maxConcurrentDownloads: queue.limits.maxConcurrent
         )
-        return try await transfer.run()
     }
 
-    /// Snapshots of every download in the store, oldest first.
-    public func downloads() throws -> [Download] {
-        try store.all().map { $0.snapshot() }
+    // MARK: - Reconciling
+
+    /// Brings the store in line with the disk, as at launch: downloads a dead process left `active`
+    /// go back to waiting; completed downloads whose file is gone or changed are marked so (in their
+    /// ``Download/error``); part files without a record are reported (never deleted); finished
+    /// records beyond ``Configuration/History`` are forgotten.
+    public func reconcile() throws -> ReconciliationReport {
+        var report = ReconciliationReport()
+        var changed: [DownloadRecord] = []
+        let records = try store.all()
+        for var record in records {
+            switch record.state {
+            case .active where !queue.contains(record.id) && !live.contains(record.id):
+                guard (try? Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory)) != nil else { continue }
+                record.state = try DownloadStateMachine.next(after: .active, on: .recover).get()
+                record.bytesPerSecond = 0
+                report.recovered.append(record.id)
+                changed.append(record)
+            case .completed:
+                guard let path = record.destinationPath else { continue }
+                let problem: String?
+                if let now = FileSystem.sizeAndModified(path) {
+                    problem = now.size == record.finalSize && now.modified == record.finalModified
+                        ? nil : "\(path) was changed since it was downloaded"
+                } else {
+                    problem = "\(path) was removed"
+                }
+                if problem != record.lastError {
+                    record.lastError = problem
+                    changed.append(record)
+                }
+                if problem != nil { report.changedFiles.append(record.id) }
+            default:
+                continue
+            }
+        }
+        try store.save(contentsOf: changed)
+        report.forgotten = try applyRetention(records)
+        report.orphanedPartFiles = Self.orphanedPartFiles(records)
+        return report
     }
 
-    /// Closes the connection pool and ends every event stream. Call it once, after the last download.
+    private func applyRetention(_ records: [DownloadRecord]) throws -> Int {
+        let history = configuration.history
+        let finished = records.filter { $0.state == .completed || $0.state == .removed }
+            .sorted { $0.updatedAt > $1.updatedAt }
+        var forget = Set<Download.ID>()
+        if let max = history.maxFinished, finished.count > max {
+            forget.formUnion(finished[max...].map(\.id))
+        }
+        if let age = history.maxAge {
+            let cutoff = Date().addingTimeInterval(-age.seconds)
+            forget.formUnion(finished.filter { $0.updatedAt < cutoff }.map(\.id))
+        }
+        for id in forget { try store.delete(id: id) }
+        return forget.count
+    }
+
+    /// `*.swoop` files in the directories the store knows that no unfinished record owns.
+    static func orphanedPartFiles(_ records: [DownloadRecord]) -> [String] {
+        let owned = Set(records.filter { $0.state != .completed && $0.state != .removed }.compactMap(\.partPath))
+        var orphans: [String] = []
+        for directory in Set(records.map(\.directory)).sorted() {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for name in names.sorted() where name.hasSuffix(FileNaming.partSuffix) {
+                let path = (directory as NSString).appendingPathComponent(name)
+                if !owned.contains(path) { orphans.append(path) }
+            }
+        }
+        return orphans
+    }
+
+    // MARK: - Shutting down
+
+    /// Stops every transfer (saving its progress as paused), waits for them, closes the store and
+    /// the connection pool, and ends every event stream. Waiting downloads stay `waiting` in the
+    /// store. Safe to call more than once.
     public func shutdown() async throws {
-        guard !isShutDown else { return }
-        isShutDown = true
+        guard phase != .stopped else { return }
+        let wasRunning = phase == .running
+        phase = .stopping
+        startsContinuation.finish()
+        live.cancelAll()
+        if wasRunning {
+            await withCheckedContinuation { runFinished.append($0) }
+        }
+        await live.waitForAll()
+        phase = .stopped
+        wakeIdleWaiters(force: true)
         hub.finish()
-        try await client.shutdown()
+        var failure: (any Error)?
+        do { try store.close() } catch { failure = error }
+        do { try await client.shutdown() } catch { failure = failure ?? error }
+        if let failure { throw failure }
+    }
+
+    // MARK: - Internals
+
+    private static let stoppedError = SwoopError(.invalidArgument, "the download manager is shut down")
+
+    private func schedule() {
+        guard phase == .running else { return }
+        for entry in queue.nextStarts() {
+            startsContinuation.yield(entry.id)
+        }
+        wakeIdleWaiters()
+    }
+
+    private func wakeIdleWaiters(force: Bool = false) {
+        guard force || queue.isIdle, !idleWaiters.isEmpty else { return }
+        let waiters = idleWaiters
+        idleWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Runs one download the queue started; a child task of ``run()``.
+    private func runQueued(_ id: Download.ID) async {
+        defer {
+            queue.finished(id)
+            schedule()
+        }
+        let record: DownloadRecord
+        do {
+            guard let found = try store.record(id: id) else {
+                // Removed by another process while it waited.
+                return
+            }
+            record = found
+        } catch {
+            return publishFailure(id: id, record: nil, error: error)
+        }
+        guard record.state == .waiting || record.state == .active || record.state == .completed else {
+            // Paused or removed by another process (`swoop pause`) while it waited.
+            session.stopped += 1
+            hub.publish(record.state == .removed ? .removed(record.snapshot()) : .paused(record.snapshot()))
+            return
+        }
+        let request: DownloadRequest
+        do {
+            request = try record.request()
+        } catch {
+            return publishFailure(id: id, record: record, error: error)
+        }
+        // A shutdown that began meanwhile must not find a transfer it did not cancel.
+        guard phase == .running else { return }
+        let job = transferJob(request)
+        let task = Task { try await job() }
+        live.register(id, task: task)
+        let result = await withTaskCancellationHandler {
+            await task.result
+        } onCancel: {
+            task.cancel()
+        }
+        let terminalSent = live.unregister(id)
+        await settle(id, record: record, result: result, terminalSent: terminalSent)
+    }
+
+    /// After a transfer ended: counts it, carries out a pending cancel or remove, and makes sure
+    /// subscribers hear how it ended.
+    private func settle(
+        _ id: Download.ID, record: DownloadRecord, result: Result<DownloadOutcome, any Error>, terminalSent: Bool
+    ) async {
+        let intent = stopIntents.removeValue(forKey: id)
+        switch intent {
+        case .cancel?:
+            if var current = try? store.record(id: id) {
+                try? markCancelled(&current)
+            }
+            return
+        case .remove(let deletingFile)?:
+            if let current = try? store.record(id: id) {
+                try? delete(current, deletingFile: deletingFile)
+            }
+            return
+        case .pause?, nil:
+            break
+        }
+        switch result {
+        case .success(.alreadyComplete(let download)):
+            session.completed += 1
+            hub.publish(.alreadyComplete(download))
+        case .success(.downloaded):
+            session.completed += 1
+        case .failure(let error):
+            let swoopError = error as? SwoopError ?? SwoopError(.other, "\(error)", cause: error)
+            if swoopError.code == .cancelled {
+                session.stopped += 1
+            } else {
+                session.failed += 1
+            }
+            if !terminalSent { publishFailure(id: id, record: record, error: swoopError, count: false) }
+        }
+    }
+
+    /// Reports a download that failed before its transfer could record it. An `inUse` failure
+    /// leaves the record alone: it belongs to the process that holds the lock.
+    private func publishFailure(id: Download.ID, record: DownloadRecord?, error: any Error, count: Bool = true) {
+        let swoopError = error as? SwoopError ?? SwoopError(.store, "\(error)", cause: error)
+        if count { session.failed += 1 }
+        var snapshot = record?.snapshot() ?? Download(id: id, url: "", destination: nil, state: .failed, totalBytes: nil, completedBytes: 0)
+        if var record, swoopError.code != .inUse, record.state != .completed {
+            record.state = .failed
+            record.lastError = swoopError.message
+            record.bytesPerSecond = 0
+            record.updatedAt = Date()
+            try? store.save(record)
+            snapshot = record.snapshot()
+        }
+        snapshot.error = swoopError.message
+        hub.publish(.failed(snapshot, swoopError))
+    }
+
+    /// Stops a running transfer and waits for it; what happens next is `intent`.
+    private func stop(_ id: Download.ID, intent: StopIntent) async {
+        stopIntents[id] = intent
+        if case .pause = intent {} else { live.suppressPausedEvent(id) }
+        await live.cancelAndWait(id)
+        // `runQueued` settles it (cancel/remove) once the task's result is in.
+        if queue.active[id] == nil, let pending = stopIntents.removeValue(forKey: id) {
+            // A direct `download(_:)` has no queue entry: settle here.
+            switch pending {
+            case .pause: break
+            case .cancel: if var record = try? store.record(id: id) { try? markCancelled(&record) }
+            case .remove(let deletingFile): if let record = try? store.record(id: id) { try? delete(record, deletingFile: deletingFile) }
+            }
+        }
+    }
+
+    private func markCancelled(_ record: inout DownloadRecord) throws {
+        if record.state != .completed, let part = record.partPath {
+            unlink(part)
+        }
+        record.state = try DownloadStateMachine.next(after: record.state, on: .remove).get()
+        record.bytesPerSecond = 0
+        record.updatedAt = Date()
+        try store.save(record)
+        session.stopped += 1
+        hub.publish(.removed(record.snapshot()))
+        wakeIdleWaiters()
+    }
+
+    private func delete(_ record: DownloadRecord, deletingFile: Bool) throws {
+        if deletingFile {
+            if let part = record.partPath { unlink(part) }
+            if record.state == .completed, let path = record.destinationPath {
+                if let now = FileSystem.sizeAndModified(path), now.size == record.finalSize, now.modified == record.finalModified {
+                    unlink(path)
+                } else if FileSystem.exists(path) {
+                    hub.publish(.notice(record.snapshot(), "\(path) was changed since it was downloaded; kept it"))
+                }
+            }
+        }
+        try store.delete(id: record.id)
+        var snapshot = record.snapshot()
+        snapshot.state = .removed
+        session.stopped += 1
+        hub.publish(.removed(snapshot))
+        wakeIdleWaiters()
+    }
+
+    private func existingRecord(_ id: Download.ID) throws -> DownloadRecord {
+        guard let record = try store.record(id: id) else {
+            throw SwoopError(.notFound, "no download with id \(id)")
+        }
+        return record
+    }
+
+    /// Throws ``SwoopError/Code/inUse`` when another process holds the download's lock.
+    static func checkNotRunningElsewhere(_ record: DownloadRecord, lockDirectory: String?) throws {
+        guard let lockDirectory else { return }
+        _ = try ProcessLock.acquire(Transfer.lockPath(for: record, in: lockDirectory), what: record.url)
+    }
+
+    private func saveQueueEntries(_ entries: [DownloadQueue.Entry]) throws {
+        var records: [DownloadRecord] = []
+        for entry in entries {
+            guard var record = try store.record(id: entry.id) else { continue }
+            record.priority = entry.priority
+            record.position = entry.position
+            records.append(record)
+        }
+        try store.save(contentsOf: records)
+    }
+
+    private func nextQueuePosition() throws -> Int {
+        if let nextPosition { return nextPosition }
+        let position = (try store.all().map(\.position).max() ?? -1) + 1
+        nextPosition = position
+        return position
+    }
+
+    private static func entry(_ record: DownloadRecord) -> DownloadQueue.Entry {
+        DownloadQueue.Entry(id: record.id, host: hostKey(record.url), priority: record.priority, position: record.position)
+    }
+
+    /// The lower-cased host of a URL, without parsing through ICU.
+    static func hostKey(_ url: String) -> String {
+        guard let components = URLComponents(string: url), let range = components.rangeOfHost else { return url }
+        return url[range].lowercased()
+    }
+
+    /// The work of one transfer, as a closure a task can run.
+    private nonisolated func transferJob(_ request: DownloadRequest) -> @Sendable () async throws -> DownloadOutcome {
+        let (hub, live, client, configuration, store, logger) = (hub, live, client, configuration, store, logger)
+        return {
+            let transfer = Transfer(
+                request: request, client: client, configuration: configuration, store: store, logger: logger,
+                emit: { event in
+                    guard live.note(event) else { return }
+                    hub.publish(event)
+                }
+            )
+            return try await transfer.run()
+        }
     }
 }
 
-/// Fans events out to subscribers: one unbounded `AsyncStream` each, so no event is ever lost.
-/// (Coalescing progress for slow subscribers comes with the manager's queue.)
-final class EventHub: Sendable {
-    private let continuations = NIOLockedValueBox<[UUID: AsyncStream<DownloadEvent>.Continuation]>([:])
+/// Counts and speed for a status line.
+public struct DownloadStats: Sendable, Hashable, Codable {
+    /// Transferring now.
+    public var active: Int
+    /// In this manager's queue, not started.
+    public var waiting: Int
+    /// Finished in this manager's life: completed (or already complete), failed, and otherwise
+    /// stopped (paused, cancelled, removed).
+    public var completed: Int
+    public var failed: Int
+    public var stopped: Int
+    /// The sum of the running downloads' speeds.
+    public var bytesPerSecond: Double
+    /// The current limit on downloads at once.
+    public var maxConcurrentDownloads: Int
+}
 
-    func subscribe() -> AsyncStream<DownloadEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .unbounded)
-        let id = UUID()
-        continuation.onTermination = { [continuations] _ in
-            _ = continuations.withLockedValue { $0.removeValue(forKey: id) }
-        }
-        continuations.withLockedValue { $0[id] = continuation }
-        return stream
+/// What ``DownloadManager/reconcile()`` found and did.
+public struct ReconciliationReport: Sendable, Hashable {
+    /// Downloads a dead process left active, now waiting again.
+    public var recovered: [Download.ID] = []
+    /// Completed downloads whose file is gone or changed (marked in their error).
+    public var changedFiles: [Download.ID] = []
+    /// Part files no download record owns; left in place.
+    public var orphanedPartFiles: [String] = []
+    /// Finished records forgotten under the history limits.
+    public var forgotten = 0
+}
+
+private struct SessionCounts {
+    var completed = 0
+    var failed = 0
+    var stopped = 0
+}
+
+private struct RecordKey: Hashable {
+    var url: String
+    var directory: String
+    var requestedName: String
+
+    init(_ request: DownloadRequest) {
+        url = request.url.absoluteString
+        directory = request.directory
+        requestedName = request.fileName ?? ""
+    }
+}
+
+/// The running transfers' tasks and latest snapshots, shared with the transfers' event callbacks
+/// (which run outside the actor).
+final class LiveTransfers: Sendable {
+    private struct Entry {
+        var task: Task<DownloadOutcome, any Error>
+        var snapshot: Download?
+        var terminalSent = false
+        var suppressPaused = false
     }
 
-    func publish(_ event: DownloadEvent) {
-        for continuation in continuations.withLockedValue({ Array($0.values) }) {
-            continuation.yield(event)
+    private let entries = NIOLockedValueBox<[Download.ID: Entry]>([:])
+
+    func register(_ id: Download.ID, task: Task<DownloadOutcome, any Error>) {
+        entries.withLockedValue { $0[id] = Entry(task: task) }
+    }
+
+    /// Forgets a transfer; returns whether it published a terminal event.
+    @discardableResult
+    func unregister(_ id: Download.ID) -> Bool {
+        entries.withLockedValue { $0.removeValue(forKey: id)?.terminalSent ?? false }
+    }
+
+    func contains(_ id: Download.ID) -> Bool {
+        entries.withLockedValue { $0[id] != nil }
+    }
+
+    /// Records an event's snapshot; returns whether to publish it.
+    func note(_ event: DownloadEvent) -> Bool {
+        entries.withLockedValue { entries in
+            let id = event.download.id
+            guard entries[id] != nil else { return true }
+            entries[id]?.snapshot = event.isTerminal ? nil : event.download
+            if event.isTerminal {
+                if case .paused = event, entries[id]?.suppressPaused == true { return false }
+                entries[id]?.terminalSent = true
+            }
+            return true
         }
     }
 
-    func finish() {
-        let all = continuations.withLockedValue { all in
-            defer { all.removeAll() }
-            return Array(all.values)
+    func suppressPausedEvent(_ id: Download.ID) {
+        entries.withLockedValue { $0[id]?.suppressPaused = true }
+    }
+
+    func snapshots() -> [Download.ID: Download] {
+        entries.withLockedValue { entries in
+            entries.compactMapValues(\.snapshot)
         }
-        for continuation in all { continuation.finish() }
+    }
+
+    func cancelAndWait(_ id: Download.ID) async {
+        guard let task = entries.withLockedValue({ $0[id]?.task }) else { return }
+        task.cancel()
+        _ = await task.result
+    }
+
+    func cancelAll() {
+        for task in entries.withLockedValue({ $0.values.map(\.task) }) { task.cancel() }
+    }
+
+    func waitForAll() async {
+        for task in entries.withLockedValue({ $0.values.map(\.task) }) { _ = await task.result }
     }
 }
 
@@ -123,6 +826,10 @@ enum HTTPClientFactory {
         config.httpVersion = .http1Only
         // A TLS failure would otherwise be retried silently until the connect timeout.
         config.connectionPool.retryConnectionEstablishment = false
+        // One connection per running download from a host, with room for the queue's per-host limit.
+        config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
+            8, configuration.queue.maxPerHost ?? configuration.queue.maxConcurrentDownloads
+        )
         let readSize = configuration.receiveBufferSize
         config.http1_1ConnectionDebugInitializer = { channel in
             channel.setOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize))

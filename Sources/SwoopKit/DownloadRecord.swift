@@ -5,7 +5,12 @@ import Foundation
 ///
 /// Durability rule: `committedBytes` counts bytes already handed to the kernel with `pwrite`, so they
 /// survive a process crash; `syncedBytes` counts bytes known to be on disk (`fdatasync`), the only
-/// ones trusted after a machine crash, which a different `bootID` reveals.
+/// ones trusted after a machine crash, which a different `bootID` reveals. Within the same boot the
+/// part file's own length is trusted too: Swoop writes it front to back, and the validators reach the
+/// store before the first byte of a representation reaches the file (see `trustedBytes`).
+///
+/// The request's options (`headers`, `collisionPolicy`, `checksum`) are kept so that `swoop resume`
+/// can continue a download exactly as it was asked for; `priority` and `position` give the queue order.
 public struct DownloadRecord: Sendable, Codable, Hashable {
     public var id: Download.ID
     /// The URL as the user gave it.
@@ -34,6 +39,17 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
     /// The expected checksum, as given ("sha-256=HEX").
     public var checksum: String?
     public var lastError: String?
+    /// Extra request headers of this download (kept for resuming; they may hold credentials, so the
+    /// state directory is private to its user).
+    public var headers: [HTTPHeaderField]
+    /// What to do when the final name is taken.
+    public var collisionPolicy: CollisionPolicy
+    /// Higher runs first; equal priorities run in `position` order.
+    public var priority: Int
+    /// The order downloads were queued in (smaller first).
+    public var position: Int
+    /// The speed at the last checkpoint, for readers in other processes (`swoop ls`); 0 when not active.
+    public var bytesPerSecond: Double
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -53,6 +69,11 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
         self.syncedBytes = 0
         self.bootID = bootID
         self.checksum = checksum
+        self.headers = []
+        self.collisionPolicy = .rename
+        self.priority = 0
+        self.position = 0
+        self.bytesPerSecond = 0
         self.createdAt = now
         self.updatedAt = now
     }
@@ -67,9 +88,26 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
         fileName.map { (directory as NSString).appendingPathComponent(FileNaming.partFileName(for: $0)) }
     }
 
-    /// How many bytes of the part file may be trusted, given the boot we are in now.
-    public func trustedBytes(currentBootID: String) -> Int {
-        bootID == currentBootID ? committedBytes : min(syncedBytes, committedBytes)
+    /// How many bytes of a part file of `fileSize` bytes may be trusted, given the boot we are in now.
+    ///
+    /// In the same boot everything `pwrite` handed to the kernel is still there, even if the process
+    /// died before recording it, so the file's length counts (up to the total). After a reboot only
+    /// bytes known to be flushed do.
+    public func trustedBytes(fileSize: Int, currentBootID: String) -> Int {
+        if bootID == currentBootID {
+            return min(fileSize, totalBytes ?? Int.max)
+        }
+        return min(syncedBytes, committedBytes, fileSize)
+    }
+
+    /// The request this record was made from (to run it again).
+    public func request() throws -> DownloadRequest {
+        var request = try DownloadRequest(url: url, directory: directory, fileName: requestedName.isEmpty ? nil : requestedName)
+        request.headers = headers.map { ($0.name, $0.value) }
+        request.collisionPolicy = collisionPolicy
+        request.checksum = try checksum.map { try Checksum(parsing: $0) }
+        request.priority = priority
+        return request
     }
 
     /// The snapshot of this record.
@@ -77,7 +115,7 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
         Download(
             id: id, url: url, destination: destinationPath, state: state, totalBytes: totalBytes,
             completedBytes: state == .completed ? (finalSize ?? committedBytes) : committedBytes,
-            bytesPerSecond: bytesPerSecond, error: lastError
+            bytesPerSecond: bytesPerSecond, error: lastError, priority: priority
         )
     }
 }
@@ -85,7 +123,7 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
 /// Where the manager keeps its records. SwoopStore provides the SQLite implementation;
 /// ``InMemoryDownloadStore`` keeps nothing on disk.
 ///
-/// Calls are synchronous and must be cheap: ``checkpoint(id:committedBytes:syncedBytes:bootID:)``
+/// Calls are synchronous and must be cheap: ``checkpoint(id:committedBytes:syncedBytes:bootID:bytesPerSecond:)``
 /// runs on the download's hot path about once per MiB.
 public protocol DownloadStore: Sendable {
     /// The record for this URL, directory and requested name, if any.
@@ -96,10 +134,32 @@ public protocol DownloadStore: Sendable {
     func unfinished(directory: String, fileName: String) throws -> DownloadRecord?
     /// Inserts or replaces a record.
     func save(_ record: DownloadRecord) throws
+    /// Inserts or replaces many records in one transaction (queueing thousands of URLs).
+    func save(contentsOf records: [DownloadRecord]) throws
     /// Records progress: the hot path.
-    func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String) throws
-    /// Every record, oldest first.
+    func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws
+    /// Every record, in queue order (priority, then position, then age).
     func all() throws -> [DownloadRecord]
     /// Deletes a record.
     func delete(id: Download.ID) throws
+    /// Releases the store's resources; later calls may fail.
+    func close() throws
+}
+
+extension DownloadStore {
+    public func save(contentsOf records: [DownloadRecord]) throws {
+        for record in records { try save(record) }
+    }
+
+    public func close() throws {}
+}
+
+/// One request header, as stored.
+public struct HTTPHeaderField: Sendable, Codable, Hashable {
+    public var name: String
+    public var value: String
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
 }

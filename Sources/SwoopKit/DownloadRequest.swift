@@ -24,6 +24,8 @@ public struct DownloadRequest: Sendable {
     public var checksum: Checksum?
     /// What to do when the name is taken.
     public var collisionPolicy: CollisionPolicy = .rename
+    /// Higher priorities leave the waiting queue first.
+    public var priority: Int = 0
 
     /// Validates and creates a request.
     ///

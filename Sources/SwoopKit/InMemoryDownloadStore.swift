@@ -30,8 +30,15 @@ public final class InMemoryDownloadStore: DownloadStore {
         records.withLockedValue { $0[record.id] = record }
     }
 
-    public func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String) throws {
+    public func save(contentsOf records: [DownloadRecord]) throws {
+        self.records.withLockedValue { stored in
+            for record in records { stored[record.id] = record }
+        }
+    }
+
+    public func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws {
         records.withLockedValue { records in
+            records[id]?.bytesPerSecond = bytesPerSecond
             records[id]?.committedBytes = committedBytes
             records[id]?.syncedBytes = syncedBytes
             records[id]?.bootID = bootID
@@ -40,7 +47,12 @@ public final class InMemoryDownloadStore: DownloadStore {
     }
 
     public func all() throws -> [DownloadRecord] {
-        records.withLockedValue { $0.values.sorted { $0.createdAt < $1.createdAt } }
+        records.withLockedValue { records in
+            records.values.sorted { a, b in
+                (-a.priority, a.position, a.createdAt.timeIntervalSince1970, a.id.rawValue)
+                    < (-b.priority, b.position, b.createdAt.timeIntervalSince1970, b.id.rawValue)
+            }
+        }
     }
 
     public func delete(id: Download.ID) throws {

@@ -8,7 +8,7 @@ public struct SwoopError: Error, Sendable, CustomStringConvertible {
             case fileSystem, diskFull, destinationExists
             case network, timeout, tls
             case httpStatus, invalidResponse, redirect
-            case checksumMismatch, inUse, cancelled, store
+            case checksumMismatch, inUse, cancelled, store, notFound, other
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -45,6 +45,10 @@ public struct SwoopError: Error, Sendable, CustomStringConvertible {
         public static let cancelled = Code(.cancelled)
         /// The state store could not be read or written.
         public static let store = Code(.store)
+        /// No download has the given id.
+        public static let notFound = Code(.notFound)
+        /// Anything else (an unexpected error from below).
+        public static let other = Code(.other)
 
         public var description: String { base.rawValue }
     }

@@ -60,6 +60,9 @@ final class Transfer {
             url: request.url.absoluteString, directory: request.directory, requestedName: request.fileName ?? "",
             bootID: FileSystem.bootID, checksum: request.checksum?.description
         )
+        self.record.headers = request.headers.map { HTTPHeaderField(name: $0.name, value: $0.value) }
+        self.record.collisionPolicy = request.collisionPolicy
+        self.record.priority = request.priority
     }
 
     // MARK: - Run
@@ -67,13 +70,16 @@ final class Transfer {
     func run() async throws -> DownloadOutcome {
         try FileSystem.checkWritableDirectory(request.directory)
         let lock = try configuration.lockDirectory.map { directory in
-            try ProcessLock.acquire(lockPath(in: directory), what: request.url.absoluteString)
+            try ProcessLock.acquire(Self.lockPath(for: record, in: directory), what: request.url.absoluteString)
         }
         defer { withExtendedLifetime(lock) {} }
 
         if let existing = try storeCall({ try store.find(url: record.url, directory: record.directory, requestedName: record.requestedName) }) {
+            let asked = record
             record = existing
-            record.checksum = request.checksum?.description
+            record.checksum = asked.checksum
+            record.headers = asked.headers
+            record.collisionPolicy = asked.collisionPolicy
             if let done = try recogniseCompleted() { return .alreadyComplete(done) }
             try returnToQueue()
             try reopenPartFile()
@@ -85,7 +91,8 @@ final class Transfer {
         return .downloaded(try await transferWithRetries())
     }
 
-    private func lockPath(in directory: String) -> String {
+    /// The lock file of a download (one per URL, directory and requested name).
+    static func lockPath(for record: DownloadRecord, in directory: String) -> String {
         let key = "\(record.url)\n\(record.directory)\n\(record.requestedName)"
         return (directory as NSString).appendingPathComponent(Hashing.sha256Hex(key) + ".lock")
     }
@@ -140,7 +147,7 @@ final class Transfer {
             return try recordCompleted(finalPath: finalPath)
         }
         guard let file = try PartFile.open(partPath, exclusive: false) else { return }
-        let trusted = min(record.trustedBytes(currentBootID: bootID), try file.size())
+        let trusted = record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
         try file.truncate(to: trusted)
         file.assumeSynced(record.bootID == bootID ? min(record.syncedBytes, trusted) : trusted)
         part = file
@@ -205,6 +212,7 @@ final class Transfer {
         record.committedBytes = offset
         record.syncedBytes = min(part?.syncedBytes ?? 0, offset)
         record.bootID = bootID
+        record.bytesPerSecond = record.state == .active ? meter.bytesPerSecond : 0
         record.lastError = error?.message
         record.updatedAt = Date()
         try storeCall { try store.save(record) }
@@ -410,7 +418,10 @@ final class Transfer {
         checkpointedBytes = offset
         try surfaceSyncFailure(part)
         try storeCall {
-            try store.checkpoint(id: record.id, committedBytes: offset, syncedBytes: min(part.syncedBytes, offset), bootID: bootID)
+            try store.checkpoint(
+                id: record.id, committedBytes: offset, syncedBytes: min(part.syncedBytes, offset), bootID: bootID,
+                bytesPerSecond: meter.bytesPerSecond
+            )
         }
     }
 
@@ -444,7 +455,9 @@ final class Transfer {
                 )
             }
         }
-        try storeCall { try store.checkpoint(id: record.id, committedBytes: offset, syncedBytes: offset, bootID: bootID) }
+        try storeCall {
+            try store.checkpoint(id: record.id, committedBytes: offset, syncedBytes: offset, bootID: bootID, bytesPerSecond: 0)
+        }
         try FileSystem.publish(partPath, as: finalPath, replace: request.collisionPolicy == .overwrite)
         self.part = nil
         try recordCompleted(finalPath: finalPath)
@@ -460,6 +473,7 @@ final class Transfer {
         record.syncedBytes = offset
         record.finalSize = stat?.size ?? offset
         record.finalModified = stat?.modified
+        record.bytesPerSecond = 0
         record.lastError = nil
         record.updatedAt = Date()
         try storeCall { try store.save(record) }

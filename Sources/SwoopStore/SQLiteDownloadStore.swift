@@ -79,6 +79,17 @@ public final class SQLiteDownloadStore: DownloadStore {
                 t.uniqueKey(["url", "directory", "requestedName"])
             }
         }
+        migrator.registerMigration("v2: queue and request options") { db in
+            try db.alter(table: "download") { t in
+                t.add(column: "headers", .text).notNull().defaults(to: "[]")
+                t.add(column: "collisionPolicy", .text).notNull().defaults(to: CollisionPolicy.rename.rawValue)
+                t.add(column: "priority", .integer).notNull().defaults(to: 0)
+                t.add(column: "position", .integer).notNull().defaults(to: 0)
+                t.add(column: "bytesPerSecond", .double).notNull().defaults(to: 0)
+            }
+            try db.create(index: "download_queue", on: "download", columns: ["priority", "position"])
+            try db.create(index: "download_file", on: "download", columns: ["directory", "fileName"])
+        }
         return migrator
     }
 
@@ -119,21 +130,51 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
-    public func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String) throws {
+    /// Saves many records in one durable transaction: one fsync for a whole batch.
+    public func save(contentsOf records: [DownloadRecord]) throws {
+        guard !records.isEmpty else { return }
+        do {
+            try database.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                try db.inTransaction {
+                    for record in records { try Row(record).save(db) }
+                    return .commit
+                }
+            }
+        } catch {
+            throw SwoopError(.store, "cannot write the state database \(path): \(error)", cause: error)
+        }
+    }
+
+    public func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws {
         try write { db in
             let statement = try db.cachedStatement(
-                sql: "UPDATE download SET committedBytes = ?, syncedBytes = ?, bootID = ?, updatedAt = ? WHERE id = ?"
+                sql: "UPDATE download SET committedBytes = ?, syncedBytes = ?, bootID = ?, bytesPerSecond = ?, updatedAt = ? WHERE id = ?"
             )
-            try statement.execute(arguments: [committedBytes, syncedBytes, bootID, Date().timeIntervalSince1970, id.rawValue])
+            try statement.execute(arguments: [
+                committedBytes, syncedBytes, bootID, bytesPerSecond, Date().timeIntervalSince1970, id.rawValue,
+            ])
         }
     }
 
     public func all() throws -> [DownloadRecord] {
-        try read { db in try Row.order(Column("createdAt"), Column("rowid")).fetchAll(db).map(\.record) }
+        try read { db in
+            try Row.order(Column("priority").desc, Column("position"), Column("createdAt"), Column("rowid")).fetchAll(db).map(\.record)
+        }
     }
 
     public func delete(id: Download.ID) throws {
         _ = try write { db in try Row.deleteOne(db, key: id.rawValue) }
+    }
+
+    /// Closes the database connection.
+    public func close() throws {
+        do {
+            try database.close()
+        } catch {
+            throw SwoopError(.store, "cannot close the state database \(path): \(error)", cause: error)
+        }
     }
 
     private func read<T>(_ body: (Database) throws -> T) throws -> T {
@@ -173,8 +214,16 @@ private struct Row: Codable, FetchableRecord, PersistableRecord {
     var finalModified: Double?
     var checksum: String?
     var lastError: String?
+    var headers: String
+    var collisionPolicy: String
+    var priority: Int
+    var position: Int
+    var bytesPerSecond: Double
     var createdAt: Double
     var updatedAt: Double
+
+    private static let encoder = JSONEncoder()
+    private static let decoder = JSONDecoder()
 
     init(_ r: DownloadRecord) {
         id = r.id.rawValue
@@ -193,6 +242,12 @@ private struct Row: Codable, FetchableRecord, PersistableRecord {
         finalModified = r.finalModified
         checksum = r.checksum
         lastError = r.lastError
+        headers = r.headers.isEmpty
+            ? "[]" : (try? Self.encoder.encode(r.headers)).flatMap { String(data: $0, encoding: .utf8) } ?? "[]"
+        collisionPolicy = r.collisionPolicy.rawValue
+        priority = r.priority
+        position = r.position
+        bytesPerSecond = r.bytesPerSecond
         createdAt = r.createdAt.timeIntervalSince1970
         updatedAt = r.updatedAt.timeIntervalSince1970
     }
@@ -212,6 +267,11 @@ private struct Row: Codable, FetchableRecord, PersistableRecord {
         r.finalSize = finalSize
         r.finalModified = finalModified
         r.lastError = lastError
+        r.headers = headers == "[]" ? [] : (try? Self.decoder.decode([HTTPHeaderField].self, from: Data(headers.utf8))) ?? []
+        r.collisionPolicy = CollisionPolicy(rawValue: collisionPolicy) ?? .rename
+        r.priority = priority
+        r.position = position
+        r.bytesPerSecond = bytesPerSecond
         r.updatedAt = Date(timeIntervalSince1970: updatedAt)
         return r
     }

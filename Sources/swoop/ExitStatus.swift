@@ -19,7 +19,7 @@ enum ExitStatus {
 
     static func code(for error: SwoopError) -> Int32 {
         switch error.code {
-        case .invalidURL, .unsupportedScheme, .invalidArgument: return usage
+        case .invalidURL, .unsupportedScheme, .invalidArgument, .notFound: return usage
         case .fileSystem, .diskFull, .destinationExists: return fileSystem
         case .network, .timeout, .tls, .redirect: return network
         case .httpStatus: return httpStatus

@@ -20,7 +20,8 @@ struct ProgressPrinter: Sendable {
                 console.progress(Self.line(for: download), for: download.id)
             case .notice(_, let message):
                 console.notice(message)
-            case .completed(let download), .failed(let download, _), .paused(let download):
+            case .completed(let download), .alreadyComplete(let download), .failed(let download, _), .paused(let download),
+                .removed(let download):
                 console.finish(download.id)
             case .added:
                 break

@@ -7,11 +7,11 @@ struct SwoopCommand: AsyncParsableCommand {
         commandName: "swoop",
         abstract: "A resumable, crash-safe download manager.",
         discussion: """
-            Run the same `swoop get` again after Ctrl-C, a crash or a reboot and it continues where it stopped.
+            Run the same `swoop get` (or `swoop resume`) after Ctrl-C, a crash or a reboot and it continues where it stopped.
             Exit codes: \(ExitStatus.summary)
             """,
         version: "0.1.0",
-        subcommands: [GetCommand.self]
+        subcommands: [GetCommand.self, ResumeCommand.self, ListCommand.self, PauseCommand.self, RemoveCommand.self]
     )
 
     /// Runs the command; usage errors exit with 2 (as documented), not ArgumentParser's 64.

@@ -27,7 +27,7 @@ struct SQLiteDownloadStoreTests {
         do {
             let store = try SQLiteDownloadStore(directory: directory)
             try store.save(original)
-            try store.checkpoint(id: original.id, committedBytes: 600, syncedBytes: 400, bootID: "boot-2")
+            try store.checkpoint(id: original.id, committedBytes: 600, syncedBytes: 400, bootID: "boot-2", bytesPerSecond: 0)
         }
         let reopened = try SQLiteDownloadStore(directory: directory)
         let found = try #require(try reopened.find(url: original.url, directory: "/tmp/x", requestedName: ""))

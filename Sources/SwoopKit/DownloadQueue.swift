@@ -1,0 +1,141 @@
+/// The waiting queue and the rule that picks what starts next. Pure: the manager asks it what to
+/// start and tells it what ended; it does no I/O.
+///
+/// Order: higher ``Entry/priority`` first, then smaller ``Entry/position`` (the order added).
+/// A download starts when fewer than ``Limits/maxConcurrent`` run and its host has fewer than
+/// ``Limits/maxPerHost`` running; a download whose host is full is skipped, not waited for, so one
+/// busy host never holds up the others.
+struct DownloadQueue: Sendable {
+    /// How many downloads may run.
+    struct Limits: Sendable, Hashable {
+        var maxConcurrent: Int
+        /// `nil`: no per-host limit.
+        var maxPerHost: Int?
+    }
+
+    /// One queued download.
+    struct Entry: Sendable, Hashable {
+        var id: Download.ID
+        /// The lower-cased host name, the unit the per-host limit counts.
+        var host: String
+        var priority: Int
+        var position: Int
+
+        static func precedes(_ a: Entry, _ b: Entry) -> Bool {
+            a.priority != b.priority ? a.priority > b.priority : a.position < b.position
+        }
+    }
+
+    var limits: Limits
+    /// Waiting entries in start order.
+    private(set) var waiting: [Entry] = []
+    /// Running downloads and their hosts.
+    private(set) var active: [Download.ID: String] = [:]
+    private var perHost: [String: Int] = [:]
+
+    init(limits: Limits) {
+        self.limits = limits
+    }
+
+    var isIdle: Bool { waiting.isEmpty && active.isEmpty }
+
+    func contains(_ id: Download.ID) -> Bool {
+        active[id] != nil || waiting.contains { $0.id == id }
+    }
+
+    func isWaiting(_ id: Download.ID) -> Bool {
+        waiting.contains { $0.id == id }
+    }
+
+    /// Adds entries (ignoring ones already queued or running) and keeps the order.
+    mutating func enqueue(_ entries: [Entry]) {
+        let known = Set(waiting.map(\.id)).union(active.keys)
+        var seen = Set<Download.ID>()
+        let fresh = entries.filter { !known.contains($0.id) && seen.insert($0.id).inserted }
+        guard !fresh.isEmpty else { return }
+        let wasOrdered = waiting.last.map { last in fresh.first.map { !Entry.precedes($0, last) } ?? true } ?? true
+        waiting += fresh
+        if !wasOrdered || !Self.isOrdered(fresh) {
+            waiting.sort(by: Entry.precedes)
+        }
+    }
+
+    /// Takes a waiting entry out of the queue. Returns whether it was waiting.
+    @discardableResult
+    mutating func removeWaiting(_ id: Download.ID) -> Bool {
+        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return false }
+        waiting.remove(at: index)
+        return true
+    }
+
+    /// Moves a waiting entry to `index` in the waiting order (clamped). It takes the priority of the
+    /// entry it lands after (or before, at the front) so the order stays consistent, and the
+    /// positions of all waiting entries are renumbered from `firstPosition`.
+    ///
+    /// - Returns: The entries whose priority or position changed (to save), or `nil` when `id` is
+    ///   not waiting.
+    mutating func move(_ id: Download.ID, to index: Int, firstPosition: Int) -> [Entry]? {
+        guard let from = waiting.firstIndex(where: { $0.id == id }) else { return nil }
+        var entry = waiting.remove(at: from)
+        let target = max(0, min(index, waiting.count))
+        if target > 0 {
+            entry.priority = waiting[target - 1].priority
+        } else if let first = waiting.first {
+            entry.priority = max(entry.priority, first.priority)
+        }
+        waiting.insert(entry, at: target)
+        var changed: [Entry] = []
+        for i in waiting.indices {
+            let position = firstPosition + i
+            if waiting[i].position != position || waiting[i].id == id {
+                waiting[i].position = position
+                changed.append(waiting[i])
+            }
+        }
+        return changed
+    }
+
+    /// Changes a waiting entry's priority. Returns the changed entry, or `nil` when not waiting.
+    mutating func setPriority(_ id: Download.ID, _ priority: Int) -> Entry? {
+        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return nil }
+        var entry = waiting.remove(at: index)
+        entry.priority = priority
+        let insertAt = waiting.firstIndex { Entry.precedes(entry, $0) } ?? waiting.count
+        waiting.insert(entry, at: insertAt)
+        return entry
+    }
+
+    /// The entries to start now, in order; they count as running from here on.
+    mutating func nextStarts() -> [Entry] {
+        var started: [Entry] = []
+        var taken = Set<Int>()
+        var index = waiting.startIndex
+        while active.count < limits.maxConcurrent, index < waiting.endIndex {
+            let entry = waiting[index]
+            if let maxPerHost = limits.maxPerHost, perHost[entry.host, default: 0] >= maxPerHost {
+                index += 1
+                continue
+            }
+            active[entry.id] = entry.host
+            perHost[entry.host, default: 0] += 1
+            started.append(entry)
+            taken.insert(index)
+            index += 1
+        }
+        if !taken.isEmpty {
+            waiting = waiting.enumerated().filter { !taken.contains($0.offset) }.map(\.element)
+        }
+        return started
+    }
+
+    /// A running download ended (whatever the outcome).
+    mutating func finished(_ id: Download.ID) {
+        guard let host = active.removeValue(forKey: id) else { return }
+        let remaining = perHost[host, default: 1] - 1
+        perHost[host] = remaining > 0 ? remaining : nil
+    }
+
+    private static func isOrdered(_ entries: [Entry]) -> Bool {
+        zip(entries, entries.dropFirst()).allSatisfy { !Entry.precedes($1, $0) }
+    }
+}

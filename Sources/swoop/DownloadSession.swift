@@ -1,0 +1,183 @@
+import ArgumentParser
+import Foundation
+import SwoopKit
+import SwoopStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs downloads for `get` and `resume`: opens the store, starts the manager, shows progress and
+/// results, stops cleanly on SIGINT/SIGTERM, and turns the outcome into an exit status.
+struct DownloadSession {
+    let global: GlobalOptions
+    let transfer: TransferOptions
+    let console: Console
+
+    /// What to run once the manager is up.
+    enum Work {
+        /// Queue these requests (re-adding known ones continues them).
+        case add([DownloadRequest])
+        /// Resume these ids, or every unfinished download when `nil`.
+        case resume([String]?)
+    }
+
+    private struct Failure {
+        var download: Download
+        var error: SwoopError
+    }
+
+    func run(_ work: Work) async throws {
+        let manager: DownloadManager
+        do {
+            let store = try global.openStore()
+            manager = try DownloadManager(configuration: transfer.configuration(lockDirectory: try global.lockDirectory()), store: store)
+        } catch let error as SwoopError {
+            throw error.exit(on: console)
+        }
+        let events = manager.events()
+        let display = ProgressPrinter(console: console)
+        let progressEvents = manager.events()
+        let printer = Task { await display.consume(progressEvents) }
+        let runner = Task { await manager.run() }
+        let interruption = Interruption()
+        interruption.onSignal { Task { try? await manager.shutdown() } }
+
+        var status = ExitStatus.success
+        do {
+            let report = try await manager.reconcile()
+            reportOrphans(report.orphanedPartFiles)
+            let ids = try await start(work, manager: manager)
+            if ids.isEmpty {
+                console.notice("nothing to resume")
+            } else {
+                status = await follow(events, pending: Set(ids), manager: manager)
+            }
+        } catch let error as SwoopError {
+            console.error(error.message)
+            status = ExitStatus.code(for: error)
+        } catch {
+            console.error("\(error)")
+            status = ExitStatus.failure
+        }
+        try? await manager.shutdown()
+        await runner.value
+        await printer.value
+        interruption.stop()
+        if let signal = interruption.received {
+            console.notice("interrupted; progress saved. Run `swoop resume` (or the same command) to continue.")
+            throw ExitCode(signal == SIGTERM ? ExitStatus.terminated : ExitStatus.interrupted)
+        }
+        if status != ExitStatus.success { throw ExitCode(status) }
+    }
+
+    private func start(_ work: Work, manager: DownloadManager) async throws -> [Download.ID] {
+        switch work {
+        case .add(let requests):
+            var seen = Set<Download.ID>()
+            return try await manager.add(contentsOf: requests).filter { seen.insert($0).inserted }
+        case .resume(nil):
+            return try await manager.resumeAll()
+        case .resume(let prefixes?):
+            let records = try await manager.downloads()
+            var ids: [Download.ID] = []
+            for prefix in prefixes {
+                let id = try DownloadLookup.resolve(prefix, in: records)
+                try await manager.resume(id)
+                ids.append(id)
+            }
+            return ids
+        }
+    }
+
+    /// Prints each download's result as it ends; returns the exit status once all have ended (or
+    /// the manager stopped).
+    private func follow(_ events: AsyncStream<DownloadEvent>, pending: Set<Download.ID>, manager: DownloadManager) async -> Int32 {
+        var pending = pending
+        let total = pending.count
+        var done = 0
+        var failures: [Failure] = []
+        for await event in events {
+            guard event.isTerminal, pending.remove(event.download.id) != nil else { continue }
+            let download = event.download
+            console.finish(download.id)
+            switch event {
+            case .completed:
+                done += 1
+                report(download, "")
+            case .alreadyComplete:
+                done += 1
+                report(download, " is already complete")
+            case .failed(_, let error):
+                if error.code == .cancelled { continue }
+                failures.append(Failure(download: download, error: error))
+                if global.json {
+                    printJSON(download)
+                } else {
+                    console.error(error.message)
+                }
+            case .paused, .removed:
+                if global.json { printJSON(download) } else { console.notice("\(download.url) was \(download.state.rawValue)") }
+            default:
+                break
+            }
+            if pending.isEmpty { break }
+        }
+        if total > 1 && !pending.isEmpty && !Task.isCancelled {
+            // Stopped early (a signal): the caller prints how to continue.
+        } else if total > 1 && !failures.isEmpty && !global.json {
+            console.error("\(failures.count) of \(total) downloads failed:")
+            for failure in failures {
+                console.error("  \(failure.download.url): \(failure.error.message)")
+            }
+        } else if total > 1 && !global.json {
+            console.notice("\(done) of \(total) downloads complete")
+        }
+        return failures.first.map { ExitStatus.code(for: $0.error) } ?? ExitStatus.success
+    }
+
+    private func report(_ download: Download, _ suffix: String) {
+        if global.json { return printJSON(download) }
+        let size = download.totalBytes ?? download.completedBytes
+        let path = download.destination ?? download.url
+        console.result("\(path)\(suffix) (\(ByteFormatting.format(size)), \(size) bytes)")
+    }
+
+    private func printJSON(_ download: Download) {
+        guard let data = try? JSONOutput.encoder.encode(download), let line = String(data: data, encoding: .utf8) else { return }
+        console.result(line)
+    }
+
+    private func reportOrphans(_ paths: [String]) {
+        guard !paths.isEmpty else { return }
+        let shown = paths.prefix(5).joined(separator: ", ")
+        let more = paths.count > 5 ? " and \(paths.count - 5) more" : ""
+        console.notice("part files without a download record (left in place): \(shown)\(more)")
+    }
+}
+
+/// JSON output settings shared by the commands.
+enum JSONOutput {
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}
+
+/// Finds downloads by id or unique id prefix, as `git` finds commits.
+enum DownloadLookup {
+    static func resolve(_ text: String, in downloads: [Download]) throws -> Download.ID {
+        let needle = text.lowercased()
+        if let exact = downloads.first(where: { $0.id.rawValue == needle }) { return exact.id }
+        guard needle.count >= 4 else {
+            throw SwoopError(.invalidArgument, "download id '\(text)' is too short: give at least 4 characters")
+        }
+        let matches = downloads.filter { $0.id.rawValue.hasPrefix(needle) }
+        switch matches.count {
+        case 1: return matches[0].id
+        case 0: throw SwoopError(.notFound, "no download with id \(text) (see `swoop ls`)")
+        default: throw SwoopError(.invalidArgument, "download id \(text) is ambiguous: it matches \(matches.count) downloads")
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import ArgumentParser
+import Foundation
+import SwoopKit
+import SwoopStore
+
+/// `swoop ls`: the downloads in the store.
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls",
+        abstract: "List the downloads Swoop knows (works while another swoop is downloading)."
+    )
+
+    @Option(help: ArgumentHelp("Only downloads in these states (comma-separated).", valueName: "states"))
+    var state: String?
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let console = Console(quiet: global.quiet)
+        do {
+            let states = try state.map(Self.parseStates)
+            let store = try global.openStore()
+            defer { try? store.close() }
+            let downloads = try store.all().map { record in
+                record.snapshot(bytesPerSecond: record.state == .active ? record.bytesPerSecond : 0)
+            }.filter { states?.contains($0.state) ?? true }
+            if global.json {
+                let data = try JSONOutput.encoder.encode(downloads)
+                console.result(String(decoding: data, as: UTF8.self))
+            } else if downloads.isEmpty {
+                console.result("no downloads")
+            } else {
+                console.result(DownloadTable.render(downloads).joined(separator: "\n"))
+            }
+        } catch let error as SwoopError {
+            throw error.exit(on: console)
+        }
+    }
+
+    static func parseStates(_ text: String) throws -> Set<Download.State> {
+        Set(try text.split(separator: ",").map { name in
+            guard let state = Download.State(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
+                let known = Download.State.allCases.map(\.rawValue).joined(separator: ", ")
+                throw SwoopError(.invalidArgument, "unknown state '\(name)': use \(known)")
+            }
+            return state
+        })
+    }
+}
+
+/// The table `swoop ls` prints.
+enum DownloadTable {
+    static func render(_ downloads: [Download]) -> [String] {
+        let header = ["ID", "STATE", "DONE", "SIZE", "SPEED/ERROR", "PATH"]
+        let rows = downloads.map { download -> [String] in
+            let done = download.fractionCompleted.map { String(format: "%.1f%%", $0 * 100) } ?? ByteFormatting.format(download.completedBytes)
+            let size = download.totalBytes.map(ByteFormatting.format) ?? "?"
+            let speedOrError: String
+            if let error = download.error {
+                speedOrError = error
+            } else if download.state == .active {
+                speedOrError = ByteFormatting.rate(download.bytesPerSecond)
+            } else {
+                speedOrError = "-"
+            }
+            return [String(download.id.rawValue.prefix(8)), download.state.rawValue, done, size, speedOrError, download.destination ?? download.url]
+        }
+        // Every column but the last two is padded; the error and the path may be long.
+        var widths = header.map(\.count)
+        for row in rows {
+            for (i, cell) in row.enumerated() where i < 4 { widths[i] = max(widths[i], cell.count) }
+        }
+        widths[4] = min(max(widths[4], rows.map { $0[4].count }.max() ?? 0), 40)
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, cell in
+                guard i < 5 else { return cell }
+                let text = i == 4 && cell.count > widths[4] ? String(cell.prefix(widths[4] - 1)) + "…" : cell
+                return text.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }
+        return [line(header)] + rows.map(line)
+    }
+}
+
+/// Opens the store and a manager (without running it) for a command that changes downloads.
+private func withManager<T>(
+    _ global: GlobalOptions, console: Console, _ body: (DownloadManager, [Download]) async throws -> T
+) async throws -> T {
+    let manager: DownloadManager
+    do {
+        var configuration = SwoopKit.Configuration()
+        configuration.lockDirectory = try global.lockDirectory()
+        manager = try DownloadManager(configuration: configuration, store: try global.openStore())
+    } catch let error as SwoopError {
+        throw error.exit(on: console)
+    }
+    do {
+        let result = try await body(manager, try await manager.downloads())
+        try? await manager.shutdown()
+        return result
+    } catch {
+        try? await manager.shutdown()
+        throw error
+    }
+}
+
+/// Runs `action` on each id, printing one line per download; exits with the first failure's status.
+private func forEachDownload(
+    _ ids: [String], global: GlobalOptions, verb: String, _ action: @escaping (DownloadManager, Download.ID) async throws -> Void
+) async throws {
+    let console = Console(quiet: global.quiet)
+    let status = try await withManager(global, console: console) { manager, downloads in
+        var status = ExitStatus.success
+        for text in ids {
+            do {
+                let id = try DownloadLookup.resolve(text, in: downloads)
+                try await action(manager, id)
+                let download = try await manager.download(id: id)
+                if global.json {
+                    let data = try JSONOutput.encoder.encode(download)
+                    console.result(String(decoding: data, as: UTF8.self))
+                } else {
+                    console.result("\(verb) \(id.rawValue.prefix(8)) \(download.url)")
+                }
+            } catch let error as SwoopError {
+                console.error(error.message)
+                if status == ExitStatus.success { status = ExitStatus.code(for: error) }
+            }
+        }
+        return status
+    }
+    if status != ExitStatus.success { throw ExitCode(status) }
+}
+
+/// `swoop pause ID…`
+struct PauseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pause", abstract: "Pause downloads (a waiting one will not start until resumed)."
+    )
+
+    @Argument(help: "Download ids (or unique prefixes, see `swoop ls`).")
+    var ids: [String]
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await forEachDownload(ids, global: global, verb: "paused") { manager, id in try await manager.pause(id) }
+    }
+}
+
+/// `swoop rm ID… [--delete-file]`
+struct RemoveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Forget downloads; with --delete-file also delete their part or final files."
+    )
+
+    @Argument(help: "Download ids (or unique prefixes, see `swoop ls`).")
+    var ids: [String]
+
+    @Flag(help: "Also delete the part file, or the finished file if it is unchanged.")
+    var deleteFile = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let console = Console(quiet: global.quiet)
+        let status = try await withManager(global, console: console) { manager, downloads in
+            var status = ExitStatus.success
+            for text in ids {
+                do {
+                    let id = try DownloadLookup.resolve(text, in: downloads)
+                    let download = try await manager.download(id: id)
+                    try await manager.remove(id, deletingFile: deleteFile)
+                    if global.json {
+                        var removed = download
+                        removed.state = .removed
+                        console.result(String(decoding: try JSONOutput.encoder.encode(removed), as: UTF8.self))
+                    } else {
+                        console.result("removed \(id.rawValue.prefix(8)) \(download.url)")
+                    }
+                } catch let error as SwoopError {
+                    console.error(error.message)
+                    if status == ExitStatus.success { status = ExitStatus.code(for: error) }
+                }
+            }
+            return status
+        }
+        if status != ExitStatus.success { throw ExitCode(status) }
+    }
+}
+
+/// `swoop resume [ID…]`
+struct ResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "Continue unfinished downloads (all of them, in their saved order, or the ones named)."
+    )
+
+    @Argument(help: "Download ids (or unique prefixes); none means every unfinished download.")
+    var ids: [String] = []
+
+    @OptionGroup var transfer: TransferOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let console = Console(quiet: global.quiet)
+        if transfer.insecure {
+            console.warning("TLS certificate verification is OFF (--insecure): anyone on the path can read and change this download")
+        }
+        try await DownloadSession(global: global, transfer: transfer, console: console).run(.resume(ids.isEmpty ? nil : ids))
+    }
+}

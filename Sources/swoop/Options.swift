@@ -1,0 +1,128 @@
+import ArgumentParser
+import Foundation
+import SwoopKit
+import SwoopStore
+
+/// Options every subcommand takes where they make sense.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Where Swoop keeps its state (default $XDG_STATE_HOME/swoop).", valueName: "dir"))
+    var stateDir: String?
+
+    @Flag(name: .shortAndLong, help: "Print only errors.")
+    var quiet = false
+
+    @Flag(help: "Print results as JSON (one object per line; `ls` prints one array).")
+    var json = false
+
+    var stateDirectory: String {
+        stateDir.map { ($0 as NSString).expandingTildeInPath } ?? SQLiteDownloadStore.defaultDirectory()
+    }
+
+    /// Opens the state database, creating the directory.
+    func openStore() throws -> SQLiteDownloadStore {
+        try SQLiteDownloadStore(directory: stateDirectory)
+    }
+
+    /// The directory of the per-download lock files, created on demand.
+    func lockDirectory() throws -> String {
+        let locks = (stateDirectory as NSString).appendingPathComponent("locks")
+        do {
+            try FileManager.default.createDirectory(atPath: locks, withIntermediateDirectories: true)
+        } catch {
+            throw SwoopError(.fileSystem, "cannot create \(locks): \(error.localizedDescription)")
+        }
+        return locks
+    }
+}
+
+/// How downloads are made: shared by `get` and `resume`.
+struct TransferOptions: ParsableArguments {
+    @Option(name: [.customShort("j"), .customLong("max-concurrent")], help: "Most downloads at once; the rest wait.")
+    var maxConcurrent: Int = 5
+
+    @Option(help: ArgumentHelp("Most downloads from one host at once (default: no limit).", valueName: "n"))
+    var maxPerHost: Int?
+
+    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("Extra request header.", valueName: "name: value"))
+    var headers: [String] = []
+
+    @Option(help: "The User-Agent header.")
+    var userAgent: String?
+
+    @Option(help: "Retries after a transient failure (resets when bytes arrive).")
+    var retries: Int = 5
+
+    @Option(help: ArgumentHelp("First retry delay; doubles each retry.", valueName: "seconds"))
+    var retryWait: Double = 0.5
+
+    @Option(help: ArgumentHelp("Give up connecting after this long.", valueName: "seconds"))
+    var connectTimeout: Double = 30
+
+    @Option(help: ArgumentHelp("Retry when no data arrives for this long (not a total deadline).", valueName: "seconds"))
+    var timeout: Double = 60
+
+    @Option(help: "Most redirects to follow.")
+    var maxRedirects: Int = 10
+
+    @Flag(help: "Allow a redirect from https to http.")
+    var allowInsecureRedirect = false
+
+    @Option(help: ArgumentHelp("Also trust the CA certificates in this PEM file.", valueName: "path"))
+    var caCertificate: String?
+
+    @Flag(name: [.customShort("k"), .long], help: "Do not verify TLS certificates (dangerous).")
+    var insecure = false
+
+    func validate() throws {
+        guard (1...10_000).contains(maxConcurrent) else { throw ValidationError("-j/--max-concurrent must be between 1 and 10000") }
+        if let maxPerHost, !(1...10_000).contains(maxPerHost) {
+            throw ValidationError("--max-per-host must be between 1 and 10000")
+        }
+        guard (0...1000).contains(retries) else { throw ValidationError("--retries must be between 0 and 1000") }
+        guard (0...100).contains(maxRedirects) else { throw ValidationError("--max-redirects must be between 0 and 100") }
+        for value in [retryWait, connectTimeout, timeout] where !(value > 0 && value <= 1_000_000) {
+            throw ValidationError("timeouts and waits must be between 0 and 1000000 seconds")
+        }
+    }
+
+    /// The `-H` headers, parsed.
+    func parsedHeaders() throws -> [(name: String, value: String)] {
+        try headers.map { line in
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+                throw SwoopError(.invalidArgument, "invalid header '\(line)': expected 'Name: value'")
+            }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, !name.contains(where: { $0.isWhitespace || $0.isNewline }), !value.contains(where: \.isNewline) else {
+                throw SwoopError(.invalidArgument, "invalid header '\(line)': expected 'Name: value'")
+            }
+            return (name, value)
+        }
+    }
+
+    /// The library configuration these options describe (headers are per download: see `get`).
+    func configuration(lockDirectory: String?) -> SwoopKit.Configuration {
+        var configuration = SwoopKit.Configuration()
+        configuration.queue.maxConcurrentDownloads = maxConcurrent
+        configuration.queue.maxPerHost = maxPerHost
+        configuration.retry.maxRetries = retries
+        configuration.retry.baseDelay = .milliseconds(Int64(retryWait * 1000))
+        configuration.timeouts.connect = .milliseconds(Int64(connectTimeout * 1000))
+        configuration.timeouts.idle = .milliseconds(Int64(timeout * 1000))
+        configuration.redirects.maxRedirects = maxRedirects
+        configuration.redirects.allowInsecureDowngrade = allowInsecureRedirect
+        configuration.tls.caCertificatePath = caCertificate
+        configuration.tls.insecure = insecure
+        if let userAgent { configuration.userAgent = userAgent }
+        configuration.lockDirectory = lockDirectory
+        return configuration
+    }
+}
+
+extension SwoopError {
+    /// Prints the error and turns it into the documented exit code.
+    func exit(on console: Console) -> ExitCode {
+        console.error(message)
+        return ExitCode(ExitStatus.code(for: self))
+    }
+}
