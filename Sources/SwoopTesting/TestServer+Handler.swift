@@ -43,6 +43,8 @@ extension TestServer {
         private var state = State.idle
         /// Set while `pump` runs, so that calls from inside its writes do not recurse.
         private var isPumping = false
+        /// The number of the response being answered, for the in-flight count.
+        private var openResponse: Int?
 
         init(store: Store, connectionID: Int) {
             self.store = store
@@ -86,6 +88,14 @@ extension TestServer {
                 transfer.pacingTimer?.cancel()
             }
             self.state = .finished
+            self.endResponse()
+        }
+
+        private func endResponse() {
+            if let number = self.openResponse {
+                self.openResponse = nil
+                self.store.endResponse(number)
+            }
         }
 
         private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
@@ -97,6 +107,7 @@ extension TestServer {
                 connectionID: self.connectionID
             )
             let (resource, behavior) = self.store.receive(request)
+            self.openResponse = self.store.beginResponse()
             let plan = ResponsePlan.make(for: head, resource: resource, behavior: behavior)
             let responseHead = HTTPResponseHead(version: head.version, status: plan.status, headers: plan.headers)
             let headWritten = context.eventLoop.makePromise(of: Void.self)
@@ -175,12 +186,14 @@ extension TestServer {
                 // Leave `.sending` before writing `.end`: the pipeline handler may deliver the next
                 // pipelined request from inside that write.
                 self.state = close ? .finished : .idle
+                self.endResponse()
                 let ended = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
                 if close {
                     ended.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
                 }
             case .cut(let reset):
                 self.state = .finished
+                self.endResponse()
                 transfer.lastWrite.assumeIsolated().whenComplete { _ in
                     ConnectionTracker.abort(context.channel, reset: reset)
                 }

@@ -15,6 +15,9 @@ extension TestServer {
             var connectionsAccepted = 0
             var openConnections: [ObjectIdentifier: any Channel] = [:]
             var isShutDown = false
+            var openResponses: [Int: ContinuousClock.Instant] = [:]
+            var nextResponse = 0
+            var responseIntervals: [Range<ContinuousClock.Instant>] = []
         }
 
         private let state = NIOLockedValueBox(State())
@@ -62,6 +65,38 @@ extension TestServer {
                 }
                 return (state.resources[path], behavior)
             }
+        }
+
+        /// A response begins; returns its number for ``endResponse(_:)``.
+        func beginResponse() -> Int {
+            self.state.withLockedValue { state in
+                defer { state.nextResponse += 1 }
+                state.openResponses[state.nextResponse] = .now
+                return state.nextResponse
+            }
+        }
+
+        func endResponse(_ number: Int) {
+            self.state.withLockedValue { state in
+                guard let start = state.openResponses.removeValue(forKey: number) else { return }
+                state.responseIntervals.append(start..<max(start, .now))
+            }
+        }
+
+        /// Finished responses' intervals, plus open ones up to now.
+        var responseIntervals: [Range<ContinuousClock.Instant>] {
+            self.state.withLockedValue { state in
+                let now = ContinuousClock.now
+                return state.responseIntervals + state.openResponses.values.map { $0..<max($0, now) }
+            }
+        }
+
+        var openResponseCount: Int {
+            self.state.withLockedValue { $0.openResponses.count }
+        }
+
+        var openConnectionCount: Int {
+            self.state.withLockedValue { $0.openConnections.count }
         }
 
         func addBodyBytesSent(_ count: Int, to path: String) {

@@ -30,12 +30,12 @@ public final class TestServer: Sendable {
     private let listener: any Channel
     private let store: Store
 
-    private init(group: MultiThreadedEventLoopGroup, listener: any Channel, store: Store, port: Int, isTLS: Bool) {
+    private init(group: MultiThreadedEventLoopGroup, listener: any Channel, store: Store, host: String, port: Int, isTLS: Bool) {
         self.group = group
         self.listener = listener
         self.store = store
         self.port = port
-        self.baseURL = "\(isTLS ? "https" : "http")://127.0.0.1:\(port)"
+        self.baseURL = "\(isTLS ? "https" : "http")://\(host):\(port)"
     }
 
     deinit {
@@ -45,12 +45,15 @@ public final class TestServer: Sendable {
         }
     }
 
-    /// Starts a server on 127.0.0.1 on a free port.
+    /// Starts a server on a loopback address on a free port.
     ///
-    /// - Parameter tls: The certificate to serve HTTPS with, or `nil` for plain HTTP.
+    /// - Parameters:
+    ///   - tls: The certificate to serve HTTPS with, or `nil` for plain HTTP.
+    ///   - host: The loopback address to bind; another address in 127.0.0.0/8 (such as 127.0.0.2)
+    ///     makes a second "host" for per-host limits.
     /// - Returns: The running server; call ``shutdown()`` when done.
     /// - Throws: When the certificate cannot be loaded or the socket cannot be bound.
-    public static func start(tls: TestCertificate? = nil) async throws -> TestServer {
+    public static func start(tls: TestCertificate? = nil, host: String = "127.0.0.1") async throws -> TestServer {
         let sslContext = try tls.map(Self.makeSSLContext(for:))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let store = Store()
@@ -63,13 +66,13 @@ public final class TestServer: Sendable {
                         try Self.configure(channel, store: store, sslContext: sslContext)
                     }
                 }
-                .bind(host: "127.0.0.1", port: 0)
+                .bind(host: host, port: 0)
                 .get()
             guard let port = listener.localAddress?.port else {
                 try? await listener.close()
                 throw TestServerError(code: .bindFailed, message: "the listening socket has no port")
             }
-            return TestServer(group: group, listener: listener, store: store, port: port, isTLS: sslContext != nil)
+            return TestServer(group: group, listener: listener, store: store, host: host, port: port, isTLS: sslContext != nil)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -136,6 +139,45 @@ public final class TestServer: Sendable {
     /// - Returns: The total over all requests to that path.
     public func bodyBytesSent(to path: String) -> Int {
         self.store.bodyBytesSent(to: path)
+    }
+
+    /// When each response was being answered: from the request's arrival to its last byte handed
+    /// to the socket (or the connection's end). Open responses end at the time of the call.
+    public var responseIntervals: [Range<ContinuousClock.Instant>] {
+        self.store.responseIntervals
+    }
+
+    /// The most responses this server was answering at one moment.
+    public var maxConcurrentResponses: Int {
+        Self.maxOverlap(self.store.responseIntervals)
+    }
+
+    /// Responses being answered now.
+    public var openResponses: Int {
+        self.store.openResponseCount
+    }
+
+    /// Connections open now.
+    public var openConnections: Int {
+        self.store.openConnectionCount
+    }
+
+    /// The largest number of intervals that overlap at one instant (for limits across servers).
+    public static func maxOverlap(_ intervals: [Range<ContinuousClock.Instant>]) -> Int {
+        // At equal instants an end sorts before a start: touching intervals do not overlap.
+        var points: [(time: ContinuousClock.Instant, change: Int)] = []
+        for interval in intervals {
+            points.append((interval.lowerBound, 1))
+            points.append((interval.upperBound, -1))
+        }
+        points.sort { a, b in a.time != b.time ? a.time < b.time : a.change < b.change }
+        var current = 0
+        var most = 0
+        for point in points {
+            current += point.change
+            most = max(most, current)
+        }
+        return most
     }
 
     /// The number of connections accepted so far.
