@@ -1,0 +1,156 @@
+import Testing
+
+@testable import SwoopKit
+
+@Suite("DownloadQueue: the scheduling rule")
+struct DownloadQueueTests {
+    static func entry(_ name: String, host: String = "a", priority: Int = 0, position: Int) -> DownloadQueue.Entry {
+        DownloadQueue.Entry(id: Download.ID(name), host: host, priority: priority, position: position)
+    }
+
+    static func ids(_ entries: [DownloadQueue.Entry]) -> [String] { entries.map(\.id.rawValue) }
+
+    @Test func startsInOrderUpToTheLimitAndTheNextWhenOneEnds() {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: 2, maxPerHost: nil))
+        queue.enqueue((0..<5).map { Self.entry("d\($0)", position: $0) })
+        #expect(Self.ids(queue.nextStarts()) == ["d0", "d1"])
+        #expect(queue.nextStarts().isEmpty)
+        queue.finished(Download.ID("d1"))
+        #expect(Self.ids(queue.nextStarts()) == ["d2"])
+        #expect(Set(queue.active.keys) == [Download.ID("d0"), Download.ID("d2")])
+        #expect(Self.ids(queue.waiting) == ["d3", "d4"])
+    }
+
+    @Test func higherPriorityFirstThenPosition() {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: 10, maxPerHost: nil))
+        queue.enqueue([
+            Self.entry("low", position: 0), Self.entry("high", priority: 5, position: 3),
+            Self.entry("mid", priority: 1, position: 2), Self.entry("low2", position: 1),
+        ])
+        #expect(Self.ids(queue.waiting) == ["high", "mid", "low", "low2"])
+        queue.enqueue([Self.entry("urgent", priority: 9, position: 9)])
+        #expect(Self.ids(queue.nextStarts()) == ["urgent", "high", "mid", "low", "low2"])
+    }
+
+    @Test func aFullHostIsSkippedNotWaitedFor() {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: 3, maxPerHost: 1))
+        queue.enqueue([
+            Self.entry("a1", host: "a", position: 0), Self.entry("a2", host: "a", position: 1),
+            Self.entry("b1", host: "b", position: 2), Self.entry("a3", host: "a", position: 3),
+            Self.entry("c1", host: "c", position: 4),
+        ])
+        #expect(Self.ids(queue.nextStarts()) == ["a1", "b1", "c1"])
+        queue.finished(Download.ID("b1"))
+        // b's slot is free but only a-downloads wait, and a is full.
+        #expect(queue.nextStarts().isEmpty)
+        queue.finished(Download.ID("a1"))
+        #expect(Self.ids(queue.nextStarts()) == ["a2"])
+    }
+
+    @Test func raisingTheLimitStartsMore() {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: 1, maxPerHost: nil))
+        queue.enqueue((0..<4).map { Self.entry("d\($0)", position: $0) })
+        #expect(queue.nextStarts().count == 1)
+        queue.limits.maxConcurrent = 3
+        #expect(Self.ids(queue.nextStarts()) == ["d1", "d2"])
+        queue.limits.maxConcurrent = 1
+        #expect(queue.nextStarts().isEmpty)
+        #expect(queue.active.count == 3)
+    }
+
+    @Test func enqueueIgnoresWhatIsAlreadyQueuedOrRunning() {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: 1, maxPerHost: nil))
+        queue.enqueue([Self.entry("a", position: 0), Self.entry("b", position: 1), Self.entry("a", position: 5)])
+        _ = queue.nextStarts()
+        queue.enqueue([Self.entry("a", position: 7), Self.entry("b", position: 8)])
+        #expect(Self.ids(queue.waiting) == ["b"])
+        #expect(queue.contains(Download.ID("a")) && queue.contains(Download.ID("b")))
+        #expect(!queue.isWaiting(Download.ID("a")))
+    }
+
+    @Test func moveRenumbersAndTakesTheNeighboursPriority() throws {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: 1, maxPerHost: nil))
+        queue.enqueue([
+            Self.entry("p", priority: 2, position: 0), Self.entry("a", position: 1), Self.entry("b", position: 2),
+            Self.entry("c", position: 3),
+        ])
+        let moved = queue.move(Download.ID("c"), to: 1, firstPosition: 10)
+        let changed = try #require(moved)
+        #expect(Self.ids(queue.waiting) == ["p", "c", "a", "b"])
+        #expect(queue.waiting.map(\.position) == [10, 11, 12, 13])
+        #expect(queue.waiting[1].priority == 2)
+        #expect(Set(Self.ids(changed)) == ["p", "c", "a", "b"])
+        let second = queue.move(Download.ID("b"), to: 0, firstPosition: 0)
+        #expect(second != nil)
+        #expect(Self.ids(queue.waiting) == ["b", "p", "c", "a"])
+        #expect(queue.waiting[0].priority == 2)
+        let third = queue.move(Download.ID("b"), to: 99, firstPosition: 0)
+        #expect(third != nil)
+        #expect(Self.ids(queue.waiting) == ["p", "c", "a", "b"])
+        let missing = queue.move(Download.ID("nope"), to: 0, firstPosition: 0)
+        #expect(missing == nil)
+        // Order after moves is still consistent with (priority, position).
+        #expect(queue.waiting == queue.waiting.sorted(by: DownloadQueue.Entry.precedes))
+    }
+
+    @Test func setPriorityReorders() throws {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: 1, maxPerHost: nil))
+        queue.enqueue([Self.entry("a", position: 0), Self.entry("b", position: 1), Self.entry("c", position: 2)])
+        let raised = queue.setPriority(Download.ID("c"), 3)
+        let changed = try #require(raised)
+        #expect(changed.priority == 3)
+        #expect(Self.ids(queue.waiting) == ["c", "a", "b"])
+        let lowered = queue.setPriority(Download.ID("c"), -1)
+        #expect(lowered != nil)
+        #expect(Self.ids(queue.waiting) == ["a", "b", "c"])
+        let unknown = queue.setPriority(Download.ID("zzz"), 1)
+        #expect(unknown == nil)
+    }
+
+    @Test func removeWaitingAndFinishedBookkeeping() {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: 1, maxPerHost: 1))
+        queue.enqueue([Self.entry("a", position: 0), Self.entry("b", position: 1)])
+        let removed = queue.removeWaiting(Download.ID("b"))
+        let again = queue.removeWaiting(Download.ID("b"))
+        #expect(removed && !again)
+        _ = queue.nextStarts()
+        queue.finished(Download.ID("a"))
+        queue.finished(Download.ID("a"))
+        #expect(queue.isIdle)
+        queue.enqueue([Self.entry("c", position: 2)])
+        #expect(Self.ids(queue.nextStarts()) == ["c"])
+    }
+
+    @Test(arguments: [1, 2, 3, 5])
+    func neverMoreThanTheLimitsWhateverTheOrderOfEvents(limit: Int) {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: limit + 1, maxPerHost: limit))
+        let hosts = ["x", "y", "z"]
+        queue.enqueue((0..<60).map { Self.entry("d\($0)", host: hosts[$0 % 3], priority: $0 % 4, position: $0) })
+        var generator = SplitMix(seed: UInt64(limit))
+        var started = 0
+        for _ in 0..<200 {
+            started += queue.nextStarts().count
+            #expect(queue.active.count <= limit + 1)
+            for host in hosts {
+                #expect(queue.active.values.filter { $0 == host }.count <= limit)
+            }
+            if let victim = queue.active.keys.sorted(by: { $0.rawValue < $1.rawValue }).first(where: { _ in generator.next() % 2 == 0 }) {
+                queue.finished(victim)
+            }
+        }
+        #expect(started <= 60)
+    }
+}
+
+/// A tiny deterministic generator for the property test.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
