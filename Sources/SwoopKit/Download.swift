@@ -11,6 +11,17 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
         /// A new random identifier.
         public static func make() -> ID { ID(UUID().uuidString.lowercased()) }
         public var description: String { rawValue }
+
+        /// Decodes from a plain string.
+        public init(from decoder: any Decoder) throws {
+            rawValue = try decoder.singleValueContainer().decode(String.self)
+        }
+
+        /// Encodes as a plain string.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
     }
 
     /// Where a download is in its life. See `docs/ARCHITECTURE.md` for the transitions.

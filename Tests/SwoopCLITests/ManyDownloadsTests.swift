@@ -1,0 +1,294 @@
+import Foundation
+import SwoopTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Many downloads through the binary: the queue's limits, -i files, the crash test over 50
+/// downloads, and the commands that manage the store (ls, pause, rm, resume).
+@Suite("swoop with many downloads (the binary)", .timeLimit(.minutes(3)))
+struct ManyDownloadsTests {
+    let server: TestServer
+    let root: String
+    let out: String
+    let state: String
+
+    init() async throws {
+        server = try await TestServer.start()
+        root = NSTemporaryDirectory() + "swoop-many-\(UUID().uuidString)"
+        out = root + "/out"
+        state = root + "/state"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+    }
+
+    func swoop(_ command: String, _ arguments: [String], timeout: Duration = .seconds(90)) async throws -> SwoopBinary.Result {
+        try await SwoopBinary.run([command, "--state-dir", state] + arguments, in: root, timeout: timeout)
+    }
+
+    func start(_ command: String, _ arguments: [String]) throws -> SwoopBinary.Running {
+        try SwoopBinary.Running([command, "--state-dir", state] + arguments, directory: root)
+    }
+
+    func transferOptions() -> [String] { ["-d", out, "--retry-wait", "0.01"] }
+
+    /// Serves `count` files of `size` bytes at /fNNN.bin on `server`; returns their bodies by name.
+    func serveMany(_ count: Int, size: Int, on server: TestServer, prefix: String = "f", throttle: Int? = nil) -> [String: [UInt8]] {
+        var bodies: [String: [UInt8]] = [:]
+        for i in 0..<count {
+            let name = "\(prefix)\(String(format: "%03d", i)).bin"
+            let body = Resource.random(size: size, seed: UInt64(i + 1) &* 7919 &+ UInt64(prefix.utf8.first ?? 0))
+            server.serve("/" + name, Resource(body: body, etag: "\"\(name)\""))
+            if let throttle { server.setDefault("/" + name, .throttle(bytesPerSecond: throttle)) }
+            bodies[name] = body
+        }
+        return bodies
+    }
+
+    func writeList(_ lines: [String]) throws -> String {
+        let path = root + "/list-\(UUID().uuidString).txt"
+        try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// `swoop ls --json`, decoded.
+    func list() async throws -> [[String: Any]] {
+        let result = try await swoop("ls", ["--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+        return json as? [[String: Any]] ?? []
+    }
+
+    // MARK: - The queue's limits
+
+    /// 200 small downloads from two hosts with -j 4 --max-per-host 3: never more than 4 at once in
+    /// all, never more than 3 from one host, all 200 byte-exact.
+    @Test func twoHundredDownloadsNeverExceedTheLimits() async throws {
+        let second = try await TestServer.start(host: "127.0.0.2")
+        defer {
+            stop()
+            Task { try? await second.shutdown() }
+        }
+        // Throttled (four paced 16 KiB pieces, ~100 ms) so that they overlap whenever the limits allow.
+        let first = serveMany(100, size: 65_536, on: server, prefix: "a", throttle: 640_000)
+        let other = serveMany(100, size: 65_536, on: second, prefix: "b", throttle: 640_000)
+        let urls = first.keys.sorted().map { server.url("/" + $0) } + other.keys.sorted().map { second.url("/" + $0) }
+        let listFile = try writeList(urls)
+
+        let result = try await swoop("get", ["-i", listFile, "-j", "4", "--max-per-host", "3"] + transferOptions())
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderrLines.last == "swoop: 200 of 200 downloads complete")
+        for (name, body) in first.merging(other, uniquingKeysWith: { a, _ in a }) {
+            #expect(sha256Hex(file: out + "/" + name) == sha256Hex(body), "\(name)")
+        }
+        let perHost = [server.maxConcurrentResponses, second.maxConcurrentResponses]
+        let overall = TestServer.maxOverlap(server.responseIntervals + second.responseIntervals)
+        print("200 downloads, -j 4 --max-per-host 3: at most \(overall) at once, per host \(perHost)")
+        #expect(perHost.allSatisfy { $0 <= 3 })
+        #expect(overall <= 4)
+        #expect(overall >= 3 && perHost.max() == 3, "the downloads should have run side by side up to the limits")
+        #expect(server.requests.count == 100 && second.requests.count == 100)
+    }
+
+    // MARK: - -i files
+
+    @Test func inputFileTakesNamesAndSkipsComments() async throws {
+        defer { stop() }
+        let bodies = serveMany(3, size: 5_000, on: server)
+        let listFile = try writeList([
+            "# a comment", "", server.url("/f000.bin") + "   renamed one.bin", "  " + server.url("/f001.bin"),
+            "\t# another", server.url("/f002.bin"),
+        ])
+        let result = try await swoop("get", ["-i", listFile] + transferOptions())
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(sha256Hex(file: out + "/renamed one.bin") == sha256Hex(bodies["f000.bin"]!))
+        #expect(sha256Hex(file: out + "/f001.bin") == sha256Hex(bodies["f001.bin"]!))
+        #expect(sha256Hex(file: out + "/f002.bin") == sha256Hex(bodies["f002.bin"]!))
+    }
+
+    @Test func aBadLineNamesFileAndLineAndStartsNothing() async throws {
+        defer { stop() }
+        _ = serveMany(1, size: 100, on: server)
+        let listFile = try writeList([server.url("/f000.bin"), "# fine", "ftp://example.com/x"])
+        let result = try await swoop("get", ["-i", listFile] + transferOptions())
+        #expect(result.status == 2)
+        #expect(result.stderrLines == ["swoop: error: \(listFile):3: unsupported URL scheme 'ftp' in ftp://example.com/x: only http and https"])
+        #expect(server.requests.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: state))
+    }
+
+    @Test func failuresAreSummarisedAndSetTheExitCode() async throws {
+        defer { stop() }
+        _ = serveMany(2, size: 1_000, on: server)
+        let missing = server.url("/missing.bin")
+        let result = try await swoop("get", [server.url("/f000.bin"), missing, server.url("/f001.bin")] + transferOptions())
+        #expect(result.status == 5)
+        #expect(result.stdoutLines.filter { $0.hasSuffix(" bytes)") }.count == 2, "\(result.stdout)")
+        #expect(Array(result.stderrLines.suffix(3)) == [
+            "swoop: error: HTTP 404 Not Found from \(missing)",
+            "swoop: error: 1 of 3 downloads failed:",
+            "swoop: error:   \(missing): HTTP 404 Not Found from \(missing)",
+        ])
+    }
+
+    // MARK: - Crash in the middle of 50 downloads
+
+    /// SIGKILL the real process in the middle of 50 downloads, then `swoop resume`: all 50 finish
+    /// byte-exact, none is fetched twice from zero, and the unfinished ones restart in their order.
+    @Test func killNineInTheMiddleOfFiftyThenResumeFinishesAll() async throws {
+        defer { stop() }
+        let size = 2 << 20
+        let bodies = serveMany(50, size: size, on: server, throttle: 4 << 20)
+        let names = bodies.keys.sorted()
+        let listFile = try writeList(names.map { server.url("/" + $0) })
+        let seed = UInt64(Date().timeIntervalSince1970 * 1000)
+        var generator = SplitMix(seed: seed)
+        // Kill once between 8 and 30 files' worth of bytes were sent: some done, some partial, most waiting.
+        let killAt = (8 + Int(generator.next() % 22)) * size
+        print("50-download crash test seed \(seed): SIGKILL after \(killAt) bytes sent")
+
+        let running = try start("get", ["-i", listFile, "-j", "5"] + transferOptions())
+        let total = { names.reduce(0) { $0 + server.bodyBytesSent(to: "/" + $1) } }
+        #expect(await eventually(timeout: .seconds(60)) { total() >= killAt }, "seed \(seed)")
+        running.signal(SIGKILL)
+        let killed = await running.wait()
+        #expect(killed.status == SIGKILL || killed.status == 128 + SIGKILL || killed.status == 9, "seed \(seed)")
+
+        let before = try await list()
+        let unfinished = before.filter { ($0["state"] as? String) != "completed" }.compactMap { $0["url"] as? String }
+        let states = Dictionary(grouping: before.compactMap { $0["state"] as? String }, by: { $0 }).mapValues(\.count)
+        print("50-download crash test seed \(seed): after the kill \(states)")
+        #expect(before.count == 50)
+        #expect(!unfinished.isEmpty, "seed \(seed): the kill came too late")
+        let sentBefore = Dictionary(uniqueKeysWithValues: names.map { ($0, server.requests(to: "/" + $0).count) })
+
+        let resumed = try await swoop("resume", ["-j", "5", "--retry-wait", "0.01"])
+        #expect(resumed.status == 0, "seed \(seed): \(resumed.stderr)")
+        var resentTotal = 0
+        for name in names {
+            #expect(sha256Hex(file: out + "/" + name) == sha256Hex(bodies[name]!), "seed \(seed): \(name)")
+            let resent = server.bodyBytesSent(to: "/" + name) - size
+            resentTotal += resent
+            #expect(resent <= 1 << 20, "seed \(seed): \(name) had \(resent) bytes sent twice")
+        }
+        print("50-download crash test seed \(seed): \(resentTotal) bytes sent twice in all")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).sorted() == names)
+        // Finished files were not touched again; the unfinished ones restarted in their saved order.
+        let resumedOrder = server.requests.dropFirst(sentBefore.values.reduce(0, +)).map(\.path)
+        let firstFive = Array(resumedOrder.prefix(min(5, unfinished.count)))
+        let expectedFirst = unfinished.prefix(firstFive.count).map { String($0.split(separator: "/").last!) }.map { "/" + $0 }
+        #expect(Set(firstFive) == Set(expectedFirst), "seed \(seed)")
+        for name in names where !unfinished.contains(server.url("/" + name)) {
+            #expect(server.requests(to: "/" + name).count == sentBefore[name], "seed \(seed): \(name) was fetched again")
+        }
+        let after = try await list()
+        #expect(after.count == 50 && after.allSatisfy { ($0["state"] as? String) == "completed" })
+    }
+
+    // MARK: - ls, pause, rm, resume
+
+    @Test func lsListsTheStoreAsTableAndJSON() async throws {
+        defer { stop() }
+        let empty = try await swoop("ls", [])
+        #expect(empty.status == 0 && empty.stdoutLines == ["no downloads"])
+        let bodies = serveMany(2, size: 3_000, on: server)
+        let got = try await swoop("get", [server.url("/f000.bin"), server.url("/f001.bin")] + transferOptions())
+        #expect(got.status == 0, "\(got.stderr)")
+
+        let table = try await swoop("ls", [])
+        #expect(table.status == 0)
+        #expect(table.stdoutLines.count == 3)
+        #expect(table.stdoutLines.first?.hasPrefix("ID  ") == true || table.stdoutLines.first?.hasPrefix("ID ") == true)
+        for name in bodies.keys {
+            #expect(table.stdoutLines.contains { $0.contains("completed") && $0.contains("100.0%") && $0.hasSuffix(out + "/" + name) })
+        }
+        let json = try await list()
+        #expect(json.count == 2)
+        #expect(Set(json.compactMap { $0["destination"] as? String }) == Set(bodies.keys.map { out + "/" + $0 }))
+        #expect(json.allSatisfy { $0["completedBytes"] as? Int == 3_000 && $0["totalBytes"] as? Int == 3_000 })
+
+        let filtered = try await swoop("ls", ["--state", "failed,paused"])
+        #expect(filtered.stdoutLines == ["no downloads"])
+        let bad = try await swoop("ls", ["--state", "sleeping"])
+        #expect(bad.status == 2)
+        #expect(bad.stderrLines == ["swoop: error: unknown state 'sleeping': use waiting, active, paused, completed, failed, removed"])
+    }
+
+    /// While one process downloads: `ls` sees it active, `pause` and `rm` of it are refused with the
+    /// holder's pid; after Ctrl-C `resume ID` finishes it from where it stopped; `rm --delete-file`
+    /// forgets it and deletes the file.
+    @Test func commandsAgainstADownloadAnotherProcessRuns() async throws {
+        defer { stop() }
+        let body = Resource.random(size: 3_000_000, seed: 42)
+        server.serve("/slow.bin", Resource(body: body, etag: "\"s\""))
+        server.enqueue("/slow.bin", .stallAfter(bytes: 1_000_000))
+        let running = try start("get", [server.url("/slow.bin")] + transferOptions())
+        #expect(await eventually { fileSize(out + "/slow.bin.swoop") == 1_000_000 })
+
+        let listing = try await list()
+        let id = try #require(listing.first?["id"] as? String)
+        #expect(listing.first?["state"] as? String == "active")
+        let prefix = String(id.prefix(8))
+
+        let pause = try await swoop("pause", [prefix])
+        #expect(pause.status == 7)
+        #expect(pause.stderrLines == ["swoop: error: \(server.url("/slow.bin")) is already being downloaded by another swoop process (pid \(running.pid))"])
+        let remove = try await swoop("rm", [prefix])
+        #expect(remove.status == 7)
+        let unknown = try await swoop("pause", ["ffffffff"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderrLines == ["swoop: error: no download with id ffffffff (see `swoop ls`)"])
+
+        running.signal(SIGINT)
+        #expect(await running.wait().status == 130)
+        #expect(try await list().first?["state"] as? String == "paused")
+
+        let resumed = try await swoop("resume", [prefix] + ["--retry-wait", "0.01"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(resumed.stdoutLines.last == "\(out)/slow.bin (2.86 MiB, 3000000 bytes)")
+        #expect(sha256Hex(file: out + "/slow.bin") == sha256Hex(body))
+        #expect(server.requests(to: "/slow.bin").last?.header("Range") == "bytes=1000000-")
+
+        let nothing = try await swoop("resume", [])
+        #expect(nothing.status == 0)
+        #expect(nothing.stderrLines == ["swoop: nothing to resume"])
+
+        let removed = try await swoop("rm", [prefix, "--delete-file"])
+        #expect(removed.status == 0)
+        #expect(removed.stdoutLines == ["removed \(prefix) \(server.url("/slow.bin"))"])
+        #expect(!FileManager.default.fileExists(atPath: out + "/slow.bin"))
+        #expect(try await list().isEmpty)
+    }
+
+    /// `swoop pause` of a download waiting in another process's queue: that process skips it.
+    @Test func pausingAWaitingDownloadOfAnotherProcessSkipsIt() async throws {
+        defer { stop() }
+        let bodies = serveMany(3, size: 400_000, on: server)
+        server.enqueue("/f000.bin", .stallAfter(bytes: 100_000))
+        let running = try start("get", ["-j", "1", "--timeout", "1", server.url("/f000.bin"), server.url("/f001.bin"), server.url("/f002.bin")] + transferOptions())
+        #expect(await eventually { fileSize(out + "/f000.bin.swoop") == 100_000 })
+        let listing = try await list()
+        let third = try #require(listing.first { ($0["url"] as? String) == server.url("/f002.bin") }?["id"] as? String)
+        let pause = try await swoop("pause", [third])
+        #expect(pause.status == 0, "\(pause.stderr)")
+        #expect(pause.stdoutLines == ["paused \(third.prefix(8)) \(server.url("/f002.bin"))"])
+
+        // The stalled first download times out, retries, finishes; the second runs; the third is skipped.
+        let result = await running.wait(timeout: .seconds(60))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderrLines.contains("swoop: \(server.url("/f002.bin")) was paused"))
+        #expect(sha256Hex(file: out + "/f001.bin") == sha256Hex(bodies["f001.bin"]!))
+        #expect(server.requests(to: "/f002.bin").isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: out + "/f002.bin"))
+
+        let resumed = try await swoop("resume", ["--retry-wait", "0.01"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(sha256Hex(file: out + "/f002.bin") == sha256Hex(bodies["f002.bin"]!))
+    }
+
+    func stop() {
+        let server = self.server
+        Task { try? await server.shutdown() }
+    }
+}
