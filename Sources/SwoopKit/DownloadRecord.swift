@@ -134,6 +134,9 @@ public protocol DownloadStore: Sendable {
     func unfinished(directory: String, fileName: String) throws -> DownloadRecord?
     /// Inserts or replaces a record.
     func save(_ record: DownloadRecord) throws
+    /// The records for many (URL, directory, requested name) keys at once; keys without a record
+    /// are left out.
+    func find(_ keys: [DownloadKey]) throws -> [DownloadRecord]
     /// Inserts or replaces many records in one transaction (queueing thousands of URLs).
     func save(contentsOf records: [DownloadRecord]) throws
     /// Records progress: the hot path.
@@ -147,11 +150,35 @@ public protocol DownloadStore: Sendable {
 }
 
 extension DownloadStore {
+    public func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] {
+        try keys.compactMap { try find(url: $0.url, directory: $0.directory, requestedName: $0.requestedName) }
+    }
+
     public func save(contentsOf records: [DownloadRecord]) throws {
         for record in records { try save(record) }
     }
 
     public func close() throws {}
+}
+
+/// What identifies a download in the store: the same URL to the same directory under the same
+/// requested name is the same download.
+public struct DownloadKey: Sendable, Hashable {
+    public var url: String
+    public var directory: String
+    /// The name given with `-o` (or in a `-i` list), or "".
+    public var requestedName: String
+
+    public init(url: String, directory: String, requestedName: String) {
+        self.url = url
+        self.directory = directory
+        self.requestedName = requestedName
+    }
+}
+
+extension DownloadRecord {
+    /// The record's identifying key.
+    public var key: DownloadKey { DownloadKey(url: url, directory: directory, requestedName: requestedName) }
 }
 
 /// One request header, as stored.

@@ -14,6 +14,13 @@ public final class InMemoryDownloadStore: DownloadStore {
         }
     }
 
+    public func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] {
+        let byKey = records.withLockedValue { records in
+            Dictionary(records.values.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+        }
+        return keys.compactMap { byKey[$0] }
+    }
+
     public func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
         records.withLockedValue { records in
             records.values.first {

@@ -100,6 +100,16 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
+    /// All lookups in one read transaction with one prepared statement.
+    public func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] {
+        try read { db in
+            let statement = try db.cachedStatement(sql: "SELECT * FROM download WHERE url = ? AND directory = ? AND requestedName = ?")
+            return try keys.compactMap { key in
+                try Row.fetchOne(statement, arguments: [key.url, key.directory, key.requestedName])?.record
+            }
+        }
+    }
+
     public func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
         try read { db in
             try Row.filter(Column("directory") == directory && Column("fileName") == fileName)
@@ -138,7 +148,8 @@ public final class SQLiteDownloadStore: DownloadStore {
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
                 try db.inTransaction {
-                    for record in records { try Row(record).save(db) }
+                    // One statement per record: a replace, not save()'s update-then-insert.
+                    for record in records { try Row(record).insert(db, onConflict: .replace) }
                     return .commit
                 }
             }
