@@ -65,6 +65,12 @@ public struct DownloadRequest: Sendable {
     }
 
     static func absolute(_ path: String) -> String {
+        // Already absolute and clean (the common case when queueing thousands): nothing to resolve.
+        if path.hasPrefix("/"), path == "/" || !path.hasSuffix("/"), !path.contains("//"), !path.contains("/./"),
+            !path.contains("/../"), !path.hasSuffix("/."), !path.hasSuffix("/..")
+        {
+            return path
+        }
         let expanded = (path as NSString).expandingTildeInPath
         let absolute = expanded.hasPrefix("/")
             ? expanded : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(expanded)

@@ -148,8 +148,9 @@ public final class SQLiteDownloadStore: DownloadStore {
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
                 try db.inTransaction {
-                    // One statement per record: a replace, not save()'s update-then-insert.
-                    for record in records { try Row(record).insert(db, onConflict: .replace) }
+                    // One prepared statement for the batch, not save()'s update-then-insert per record.
+                    let statement = try db.cachedStatement(sql: Row.upsertSQL)
+                    for record in records { try statement.execute(arguments: Row(record).arguments) }
                     return .commit
                 }
             }
@@ -206,7 +207,7 @@ public final class SQLiteDownloadStore: DownloadStore {
 }
 
 /// The `download` table's row.
-private struct Row: Codable, FetchableRecord, PersistableRecord {
+struct Row: Codable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "download"
 
     var id: String
@@ -232,6 +233,27 @@ private struct Row: Codable, FetchableRecord, PersistableRecord {
     var bytesPerSecond: Double
     var createdAt: Double
     var updatedAt: Double
+
+    static let columns = [
+        "id", "url", "directory", "requestedName", "fileName", "state", "totalBytes", "committedBytes", "syncedBytes",
+        "bootID", "etag", "lastModified", "finalSize", "finalModified", "checksum", "lastError", "headers",
+        "collisionPolicy", "priority", "position", "bytesPerSecond", "createdAt", "updatedAt",
+    ]
+
+    /// Insert or update by id. Another record with the same (url, directory, requestedName) is a
+    /// conflict that fails the batch, never a silent replacement.
+    static let upsertSQL =
+        "INSERT INTO download (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        + " ON CONFLICT(id) DO UPDATE SET \(columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", "))"
+
+    /// The values in `columns` order.
+    var arguments: StatementArguments {
+        [
+            id, url, directory, requestedName, fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag,
+            lastModified, finalSize, finalModified, checksum, lastError, headers, collisionPolicy, priority, position,
+            bytesPerSecond, createdAt, updatedAt,
+        ]
+    }
 
     private static let encoder = JSONEncoder()
     private static let decoder = JSONDecoder()

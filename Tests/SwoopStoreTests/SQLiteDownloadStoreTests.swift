@@ -59,6 +59,43 @@ struct SQLiteDownloadStoreTests {
         #expect(try store.all().count == 1)
     }
 
+    @Test func batchesRoundTripEveryFieldAndUpdateByID() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        var records = (0..<300).map { i -> DownloadRecord in
+            var r = record("http://127.0.0.1/\(i).bin")
+            r.headers = [HTTPHeaderField(name: "Authorization", value: "Bearer \(i)")]
+            r.collisionPolicy = .overwrite
+            r.priority = i % 3
+            r.position = i
+            r.bytesPerSecond = 12.5
+            r.state = .paused
+            r.lastError = "e\(i)"
+            r.finalSize = i
+            r.finalModified = 1.5
+            return r
+        }
+        try store.save(contentsOf: records)
+        let keys = records.reversed().map(\.key) + [DownloadKey(url: "http://nope", directory: "/tmp/x", requestedName: "")]
+        let found = try store.find(keys)
+        #expect(found.map(\.id) == records.reversed().map(\.id))
+        for (got, want) in zip(found, records.reversed()) {
+            var got = got
+            got.createdAt = want.createdAt  // stored as seconds: sub-microsecond rounding
+            got.updatedAt = want.updatedAt
+            #expect(got == want)
+        }
+        // Queue order: priority first, then position.
+        #expect(try store.all().map(\.position) == records.sorted { ($0.priority, -$0.position) > ($1.priority, -$1.position) }.map(\.position))
+        records[0].state = .completed
+        try store.save(contentsOf: [records[0]])
+        #expect(try store.record(id: records[0].id)?.state == .completed)
+        #expect(try store.all().count == 300)
+        // A different id with a key already taken fails the batch; nothing of it is written.
+        #expect(throws: SwoopError.self) { try store.save(contentsOf: [record("http://127.0.0.1/new.bin"), record("http://127.0.0.1/5.bin")]) }
+        #expect(try store.all().count == 300)
+        #expect(Set(Row.columns).count == Row.columns.count)
+    }
+
     @Test func deleteRemovesTheRecord() throws {
         let store = try SQLiteDownloadStore(directory: directory)
         let r = record()
