@@ -1,3 +1,4 @@
+import SwoopConsole
 import SwoopKit
 
 /// Turns download events into progress lines: live on a terminal (about ten redraws a second),
