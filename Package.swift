@@ -39,6 +39,13 @@ let package = Package(
             ]
         ),
         .target(
+            name: "SwoopConsole",
+            dependencies: [
+                "SwoopKit",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .target(
             name: "SwoopTesting",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -53,12 +60,14 @@ let package = Package(
             dependencies: [
                 "SwoopKit",
                 "SwoopStore",
+                "SwoopConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "SwoopKitTests", dependencies: ["SwoopKit", "SwoopTesting"]),
         .testTarget(name: "SwoopStoreTests", dependencies: ["SwoopStore", "SwoopKit"]),
+        .testTarget(name: "SwoopConsoleTests", dependencies: ["SwoopConsole", "SwoopKit"]),
         .testTarget(name: "SwoopCLITests", dependencies: ["swoop", "SwoopKit", "SwoopTesting"]),
     ]
 )

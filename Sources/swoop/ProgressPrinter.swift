@@ -1,3 +1,4 @@
+import SwoopConsole
 import SwoopKit
 
 /// Turns download events into progress lines: live on a terminal (about ten redraws a second),
@@ -32,15 +33,6 @@ struct ProgressPrinter: Sendable {
     /// "name  45.2%  452 MiB / 1.00 GiB  812 MiB/s  ETA 1s", or without percent and ETA when the
     /// length is unknown.
     static func line(for download: Download) -> String {
-        let name = download.destination.map { String($0.split(separator: "/").last ?? "") } ?? download.url
-        let done = ByteFormatting.format(download.completedBytes)
-        let speed = ByteFormatting.rate(download.bytesPerSecond)
-        guard let total = download.totalBytes, let fraction = download.fractionCompleted else {
-            return "\(name)  \(done)  \(speed)"
-        }
-        let percent = (fraction * 1000).rounded(.down) / 10
-        let remaining = Double(total - download.completedBytes)
-        let eta = download.bytesPerSecond > 0 ? ByteFormatting.duration(remaining / download.bytesPerSecond) : "--"
-        return "\(name)  \(percent)%  \(done) / \(ByteFormatting.format(total))  \(speed)  ETA \(eta)"
+        ProgressBoard.plainLine(for: download)
     }
 }

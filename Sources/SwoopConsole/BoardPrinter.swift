@@ -1,0 +1,105 @@
+import NIOConcurrencyHelpers
+import SwoopKit
+
+/// Shows the progress of many downloads from their events.
+///
+/// On a terminal: a ``ProgressBoard`` (one line per active download and a summary line) redrawn
+/// in place at most once per `refreshInterval`, with notices and results printed above it.
+/// Otherwise: plain progress lines, at most one a second per download.
+public final class BoardPrinter: Sendable {
+    private let console: Console
+    private let refreshInterval: Duration
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        var board = BoardState()
+        var waiting = 0
+        /// Something changed since the board was last drawn.
+        var dirty = false
+        /// When each download's last plain line was printed.
+        var lastPlainLine: [Download.ID: ContinuousClock.Instant] = [:]
+    }
+
+    /// Creates a printer writing to `console`.
+    ///
+    /// - Parameters:
+    ///   - console: Where the board or the plain lines go.
+    ///   - refreshInterval: The shortest time between two redraws of the board.
+    public init(console: Console, refreshInterval: Duration = .milliseconds(100)) {
+        self.console = console
+        self.refreshInterval = refreshInterval
+    }
+
+    /// Sets the number of queued downloads for the summary line; events do not carry it.
+    ///
+    /// - Parameter count: Downloads known to the manager and not started yet.
+    public func setWaiting(_ count: Int) {
+        state.withLockedValue { state in
+            guard state.waiting != count else { return }
+            state.waiting = count
+            state.dirty = true
+        }
+    }
+
+    /// Prints progress until `events` ends, then erases the board.
+    ///
+    /// - Parameter events: The manager's events.
+    public func consume(_ events: AsyncStream<DownloadEvent>) async {
+        guard console.isTerminal else {
+            for await event in events { handlePlain(event) }
+            return
+        }
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.redrawWhileRunning() }
+            for await event in events {
+                if case .notice(_, let message) = event { console.notice(message) }
+                state.withLockedValue { state in
+                    if state.board.apply(event) { state.dirty = true }
+                }
+            }
+            group.cancelAll()
+        }
+        console.board([])
+    }
+
+    /// The lines the board would show now on a terminal of this size.
+    public func lines(width: Int, height: Int) -> [String] {
+        let (board, waiting) = state.withLockedValue { ($0.board, $0.waiting) }
+        return ProgressBoard(width: width, height: height).lines(active: board.active, summary: board.summary(waiting: waiting))
+    }
+
+    /// Draws the board whenever it changed, at most once per `refreshInterval`, until cancelled.
+    private func redrawWhileRunning() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: refreshInterval)
+            let changed = state.withLockedValue { state in
+                defer { state.dirty = false }
+                return state.dirty
+            }
+            if changed && !Task.isCancelled { console.board(lines(width: console.width, height: console.height)) }
+        }
+    }
+
+    /// Not a terminal: a line when a download starts, then at most one a second.
+    private func handlePlain(_ event: DownloadEvent) {
+        let now = ContinuousClock.now
+        switch event {
+        case .started(let download):
+            state.withLockedValue { $0.lastPlainLine[download.id] = now }
+            console.progress(ProgressBoard.plainLine(for: download), for: download.id)
+        case .progress(let download):
+            let due = state.withLockedValue { state in
+                if let last = state.lastPlainLine[download.id], now - last < .seconds(1) { return false }
+                state.lastPlainLine[download.id] = now
+                return true
+            }
+            if due { console.progress(ProgressBoard.plainLine(for: download), for: download.id) }
+        case .notice(_, let message):
+            console.notice(message)
+        case .completed(let download), .failed(let download, _), .paused(let download):
+            state.withLockedValue { _ = $0.lastPlainLine.removeValue(forKey: download.id) }
+        default:
+            break
+        }
+    }
+}

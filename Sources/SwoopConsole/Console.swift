@@ -1,0 +1,139 @@
+import Foundation
+import NIOConcurrencyHelpers
+import SwoopKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// All terminal output goes through here, under one lock: a live progress line or board is
+/// cleared before any other line is printed and drawn again below it, and no progress is shown
+/// for a download that has already finished.
+///
+/// Use either the single live line (``progress(_:for:)``) or the board (``board(_:)``), not both.
+public final class Console: Sendable {
+    /// Print only errors and warnings.
+    public let quiet: Bool
+    /// Standard output is a terminal: progress is redrawn in place; otherwise it is plain lines.
+    public let isTerminal: Bool
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        /// The single live line (``progress(_:for:)``) is on screen, the cursor at its end.
+        var lineOpen = false
+        /// The board's lines on screen, the cursor at the end of the last one.
+        var region: [String] = []
+        var finished: Set<Download.ID> = []
+    }
+
+    /// Creates the console of this process.
+    ///
+    /// - Parameter quiet: Print only errors and warnings.
+    public init(quiet: Bool) {
+        self.quiet = quiet
+        self.isTerminal = isatty(STDOUT_FILENO) == 1
+    }
+
+    /// The terminal's width in columns (80 when unknown).
+    public var width: Int { windowSize.width }
+
+    /// The terminal's height in rows (24 when unknown).
+    public var height: Int { windowSize.height }
+
+    private var windowSize: (width: Int, height: Int) {
+        var size = winsize()
+        guard isTerminal, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 else { return (80, 24) }
+        return (size.ws_col > 0 ? Int(size.ws_col) : 80, size.ws_row > 0 ? Int(size.ws_row) : 24)
+    }
+
+    /// Redraws the live progress line (terminal) or prints a progress line (otherwise).
+    ///
+    /// - Parameters:
+    ///   - line: The progress line; cut to the terminal's width.
+    ///   - id: The download it is about; nothing is printed once it is ``finish(_:)``ed.
+    public func progress(_ line: String, for id: Download.ID) {
+        guard !quiet else { return }
+        state.withLockedValue { state in
+            guard !state.finished.contains(id) else { return }
+            if isTerminal {
+                write("\r\u{1B}[K" + String(line.prefix(max(width - 1, 10))), to: STDOUT_FILENO)
+                state.lineOpen = true
+            } else {
+                write(line + "\n", to: STDOUT_FILENO)
+            }
+        }
+    }
+
+    /// Redraws the board, a block of lines at the bottom of the terminal, in place with one write.
+    ///
+    /// Does nothing when quiet or not on a terminal.
+    ///
+    /// - Parameter lines: The lines, each fitting `width - 1` columns (``ProgressBoard`` makes
+    ///   such lines); empty erases the board.
+    public func board(_ lines: [String]) {
+        guard isTerminal, !quiet else { return }
+        state.withLockedValue { state in
+            var frame = ""
+            if state.lineOpen {
+                frame += "\r\u{1B}[K"
+                state.lineOpen = false
+            }
+            frame += LiveRegion.frame(previousLineCount: state.region.count, lines: lines)
+            guard !frame.isEmpty else { return }
+            write(frame, to: STDOUT_FILENO)
+            state.region = lines
+        }
+    }
+
+    /// Marks a download finished: no more progress lines for it.
+    public func finish(_ id: Download.ID) {
+        state.withLockedValue { _ = $0.finished.insert(id) }
+    }
+
+    /// Whether ``finish(_:)`` was called for a download.
+    public func isFinished(_ id: Download.ID) -> Bool {
+        state.withLockedValue { $0.finished.contains(id) }
+    }
+
+    /// The result line of a download (stdout).
+    public func result(_ line: String) { emit(line, to: STDOUT_FILENO, always: false) }
+
+    /// Something worth knowing that is not an error (stderr).
+    public func notice(_ line: String) { emit("swoop: " + line, to: STDERR_FILENO, always: false) }
+
+    /// Something that may be wrong: always printed, even with `-q` (stderr).
+    public func warning(_ line: String) { emit("swoop: warning: " + line, to: STDERR_FILENO, always: true) }
+
+    /// An error: always printed, even with `-q` (stderr).
+    public func error(_ line: String) { emit("swoop: error: " + line, to: STDERR_FILENO, always: true) }
+
+    /// Prints a whole line above the live line or board, which is drawn again below it.
+    private func emit(_ line: String, to stream: Int32, always: Bool) {
+        guard always || !quiet else { return }
+        state.withLockedValue { state in
+            if state.lineOpen {
+                write("\r\u{1B}[K", to: STDOUT_FILENO)
+                state.lineOpen = false
+            }
+            if state.region.isEmpty {
+                write(line + "\n", to: stream)
+            } else if stream == STDOUT_FILENO {
+                write(LiveRegion.printAbove(line + "\n", lines: state.region), to: STDOUT_FILENO)
+            } else {
+                write(LiveRegion.frame(previousLineCount: state.region.count, lines: []), to: STDOUT_FILENO)
+                write(line + "\n", to: stream)
+                write(LiveRegion.frame(previousLineCount: 0, lines: state.region), to: STDOUT_FILENO)
+            }
+        }
+    }
+
+    private func write(_ text: String, to fd: Int32) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            bytes = bytes.dropFirst(n)
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import SwoopKit
+import Testing
+
+@testable import SwoopConsole
+
+@Suite("BoardState")
+struct BoardStateTests {
+    static func snapshot(_ id: String, total: Int?, done: Int, speed: Double = 0) -> Download {
+        Download(id: Download.ID(id), url: "https://h/\(id)", destination: nil, state: .active, totalBytes: total, completedBytes: done, bytesPerSecond: speed)
+    }
+
+    /// `#expect` cannot call a mutating method itself.
+    func apply(_ event: DownloadEvent, to state: inout BoardState) -> Bool {
+        state.apply(event)
+    }
+
+    @Test func activeDownloadsKeepTheirStartOrderAndLatestSnapshot() {
+        var state = BoardState()
+        #expect(!apply(.added(Self.snapshot("a", total: nil, done: 0)), to: &state))
+        #expect(apply(.started(Self.snapshot("a", total: 100, done: 0)), to: &state))
+        #expect(apply(.started(Self.snapshot("b", total: 200, done: 0)), to: &state))
+        #expect(apply(.progress(Self.snapshot("a", total: 100, done: 40, speed: 10)), to: &state))
+        // A retry starts `a` again: it keeps its line.
+        #expect(apply(.started(Self.snapshot("a", total: 100, done: 40)), to: &state))
+        #expect(apply(.progress(Self.snapshot("b", total: 200, done: 50, speed: 5)), to: &state))
+        #expect(state.active.map(\.id.rawValue) == ["a", "b"])
+        #expect(state.active.map(\.completedBytes) == [40, 50])
+        #expect(state.summary(waiting: 3) == BoardSummary(done: 0, active: 2, waiting: 3, failed: 0, bytesPerSecond: 5, remainingBytes: 210))
+    }
+
+    @Test func finishedDownloadsLeaveTheBoardAndAreCounted() {
+        var state = BoardState()
+        for id in ["a", "b", "c", "d"] { state.apply(.started(Self.snapshot(id, total: 10, done: 0))) }
+        state.apply(.completed(Self.snapshot("b", total: 10, done: 10)))
+        state.apply(.failed(Self.snapshot("c", total: 10, done: 3), SwoopError(.invalidArgument, "x")))
+        state.apply(.paused(Self.snapshot("d", total: 10, done: 5)))
+        #expect(state.active.map(\.id.rawValue) == ["a"])
+        #expect(state.summary(waiting: 0) == BoardSummary(done: 1, active: 1, waiting: 0, failed: 1, bytesPerSecond: 0, remainingBytes: 10))
+    }
+
+    @Test func oneUnknownLengthMakesTheRemainingBytesUnknown() {
+        var state = BoardState()
+        state.apply(.started(Self.snapshot("a", total: 10, done: 0, speed: 1)))
+        state.apply(.started(Self.snapshot("b", total: nil, done: 5, speed: 2)))
+        #expect(state.summary(waiting: 0) == BoardSummary(done: 0, active: 2, waiting: 0, failed: 0, bytesPerSecond: 3, remainingBytes: nil))
+        #expect(BoardState().summary(waiting: 7) == BoardSummary(done: 0, active: 0, waiting: 7, failed: 0, bytesPerSecond: 0, remainingBytes: 0))
+    }
+
+    @Test func aNoticeUpdatesOnlyAnActiveDownload() {
+        var state = BoardState()
+        state.apply(.notice(Self.snapshot("a", total: 10, done: 0), "restarting"))
+        #expect(state.active.isEmpty)
+        state.apply(.started(Self.snapshot("a", total: 10, done: 5)))
+        state.apply(.notice(Self.snapshot("a", total: 10, done: 0), "starting over from 0"))
+        #expect(state.active.map(\.completedBytes) == [0])
+    }
+}
