@@ -40,6 +40,11 @@ public actor DownloadManager {
     private var stopIntents: [Download.ID: StopIntent] = [:]
     private var nextPosition: Int?
     private var session = SessionCounts()
+    /// Callers of `stop` waiting for `runQueued` to settle a queued transfer they stopped.
+    private var settleWaiters: [Download.ID: [CheckedContinuation<Void, Never>]] = [:]
+    /// Downloads paused or cancelled here after the queue handed them to `run()` but before their
+    /// transfer began: their event is already out, so `runQueued` must not announce them again.
+    private var stoppedBeforeStart: Set<Download.ID> = []
 
     private enum Phase { case idle, running, stopping, stopped }
 
@@ -235,6 +240,7 @@ public actor DownloadManager {
         session.stopped += 1
         hub.publish(.paused(record.snapshot()))
         wakeIdleWaiters()
+        await waitForHandedOverStart(id)
     }
 
     /// Puts a paused or failed download (or one a dead process left behind) back in the queue.
@@ -260,7 +266,8 @@ public actor DownloadManager {
 
     /// Pauses every running and waiting download of this manager.
     public func pauseAll() async {
-        let ids = Array(queue.active.keys) + queue.waiting.map(\.id)
+        // Waiting ones first: each running one that stops frees a slot the queue would fill.
+        let ids = queue.waiting.map(\.id) + Array(queue.active.keys)
         for id in ids { try? await pause(id) }
     }
 
@@ -298,6 +305,15 @@ public actor DownloadManager {
         if record.state == .active { try Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory) }
         queue.removeWaiting(id)
         try markCancelled(&record)
+        await waitForHandedOverStart(id)
+    }
+
+    /// When the queue already handed `id` to `run()` (its transfer not begun), waits until
+    /// `runQueued` has found it stopped and freed its slot, so a `resume` right after works.
+    private func waitForHandedOverStart(_ id: Download.ID) async {
+        guard queue.active[id] != nil else { return }
+        stoppedBeforeStart.insert(id)
+        await withCheckedContinuation { settleWaiters[id, default: []].append($0) }
     }
 
     /// Forgets a download: stops it if running and deletes its record; with `deletingFile`, also its
@@ -494,6 +510,8 @@ public actor DownloadManager {
     private func runQueued(_ id: Download.ID) async {
         defer {
             queue.finished(id)
+            stoppedBeforeStart.remove(id)
+            for waiter in settleWaiters.removeValue(forKey: id) ?? [] { waiter.resume() }
             schedule()
         }
         let record: DownloadRecord
@@ -507,9 +525,11 @@ public actor DownloadManager {
             return publishFailure(id: id, record: nil, error: error)
         }
         guard record.state == .waiting || record.state == .active || record.state == .completed else {
-            // Paused or removed by another process (`swoop pause`) while it waited.
-            session.stopped += 1
-            hub.publish(record.state == .removed ? .removed(record.snapshot()) : .paused(record.snapshot()))
+            // Paused or removed by another process (`swoop pause`) while it waited, or here just now.
+            if !stoppedBeforeStart.contains(id) {
+                session.stopped += 1
+                hub.publish(record.state == .removed ? .removed(record.snapshot()) : .paused(record.snapshot()))
+            }
             return
         }
         let request: DownloadRequest
@@ -520,7 +540,8 @@ public actor DownloadManager {
         }
         // A shutdown that began meanwhile must not find a transfer it did not cancel.
         guard phase == .running else { return }
-        let job = transferJob(request)
+        // The manager announced it when it was added: the transfer's own `added` would be a second one.
+        let job = transferJob(request, announcesAdded: false)
         let task = Task { try await job() }
         live.register(id, task: task)
         let result = await withTaskCancellationHandler {
@@ -592,6 +613,13 @@ public actor DownloadManager {
         stopIntents[id] = intent
         if case .pause = intent {} else { live.suppressPausedEvent(id) }
         await live.cancelAndWait(id)
+        if queue.active[id] != nil {
+            // The task has ended, but `runQueued` settles it (cancel/remove, counts, the queue slot)
+            // in its own turn on the actor, which may come after this one: wait for it, so that
+            // the caller sees the outcome (no part file after `cancel`, `resume` allowed after `pause`).
+            await withCheckedContinuation { settleWaiters[id, default: []].append($0) }
+            return
+        }
         // `runQueued` settles it (cancel/remove) once the task's result is in.
         if queue.active[id] == nil, let pending = stopIntents.removeValue(forKey: id) {
             // A direct `download(_:)` has no queue entry: settle here.
@@ -677,12 +705,15 @@ public actor DownloadManager {
     }
 
     /// The work of one transfer, as a closure a task can run.
-    private nonisolated func transferJob(_ request: DownloadRequest) -> @Sendable () async throws -> DownloadOutcome {
+    private nonisolated func transferJob(
+        _ request: DownloadRequest, announcesAdded: Bool = true
+    ) -> @Sendable () async throws -> DownloadOutcome {
         let (hub, live, client, configuration, store, logger) = (hub, live, client, configuration, store, logger)
         return {
             let transfer = Transfer(
                 request: request, client: client, configuration: configuration, store: store, logger: logger,
                 emit: { event in
+                    if !announcesAdded, case .added = event { return }
                     guard live.note(event) else { return }
                     hub.publish(event)
                 }
