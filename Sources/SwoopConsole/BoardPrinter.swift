@@ -96,9 +96,10 @@ public final class BoardPrinter: Sendable {
             if due { console.progress(ProgressBoard.plainLine(for: download), for: download.id) }
         case .notice(_, let message):
             console.notice(message)
-        case .completed(let download), .failed(let download, _), .paused(let download):
+        case .completed(let download), .alreadyComplete(let download), .failed(let download, _), .paused(let download),
+            .removed(let download):
             state.withLockedValue { _ = $0.lastPlainLine.removeValue(forKey: download.id) }
-        default:
+        case .added:
             break
         }
     }

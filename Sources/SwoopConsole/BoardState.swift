@@ -24,17 +24,16 @@ public struct BoardState: Sendable, Hashable {
         case .notice(let download, _):
             guard let index = index(of: download.id) else { return false }
             active[index] = download
-        case .completed(let download):
+        case .completed(let download), .alreadyComplete(let download):
             remove(download.id)
             done += 1
         case .failed(let download, _):
             remove(download.id)
             failed += 1
-        case .paused(let download):
+        case .paused(let download), .removed(let download):
             remove(download.id)
-        default:
-            // `.added` changes nothing shown (the waiting count comes from the manager); cases added to
-            // `DownloadEvent` later (`removed`, `alreadyComplete`) need their own line here.
+        case .added:
+            // Nothing shown changes: the waiting count comes from the manager.
             return false
         }
         return true

@@ -70,13 +70,18 @@ public struct ProgressBoard: Sendable, Hashable {
     ///   - active: Snapshots of the active downloads, in the order they started.
     ///   - summary: The counts and totals for the last line.
     /// - Returns: One line per active download (capped), then the summary line.
+    ///
+    /// The summary line is left out when the board concerns a single download (nothing is
+    /// waiting, done or failed besides it): its own line says everything.
     public func lines(active: [Download], summary: BoardSummary) -> [String] {
         let cap = max(1, maxDownloadLines)
         var lines = active.prefix(cap).map { downloadLine($0) }
         if active.count > cap {
             lines.append(DisplayWidth.clipped("… and \(active.count - cap) more active", to: limit))
         }
-        lines.append(summaryLine(summary))
+        if summary.done + summary.failed + summary.waiting + max(summary.active, active.count) > 1 || active.isEmpty {
+            lines.append(summaryLine(summary))
+        }
         return lines
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SwoopConsole
 import SwoopKit
 import SwoopStore
 
@@ -36,9 +37,16 @@ struct DownloadSession {
             throw error.exit(on: console)
         }
         let events = manager.events()
-        let display = ProgressPrinter(console: console)
+        let display = BoardPrinter(console: console)
         let progressEvents = manager.events()
         let printer = Task { await display.consume(progressEvents) }
+        // Events do not say how many wait: the summary line asks the manager a few times a second.
+        let waitingFeed = Task {
+            while !Task.isCancelled {
+                display.setWaiting(await manager.stats().waiting)
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
         let runner = Task { await manager.run() }
         let interruption = Interruption()
         interruption.onSignal { Task { try? await manager.shutdown() } }
@@ -60,6 +68,7 @@ struct DownloadSession {
             console.error("\(error)")
             status = ExitStatus.failure
         }
+        waitingFeed.cancel()
         try? await manager.shutdown()
         await runner.value
         await printer.value

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SwoopConsole
 import SwoopKit
 import SwoopStore
 

@@ -172,10 +172,29 @@ struct GetCommandTests {
         // `script` gives the child a pseudo-terminal, as an interactive shell would.
         let result = try await SwoopBinary.run(["-qfec", command, "/dev/null"], in: root, executable: "/usr/bin/script")
         #expect(result.status == 0)
-        let redraws = result.stdout.components(separatedBy: "\r\u{1B}[K").dropFirst()
+        // Each frame returns to the line's start (\r) and ends with clear-to-end-of-line.
+        let redraws = result.stdout.components(separatedBy: "\r").filter { $0.hasPrefix("tty.bin  ") }
         #expect(redraws.count >= 2)
-        #expect(redraws.contains { $0.hasPrefix("tty.bin  ") && $0.contains("%") && $0.contains("ETA") })
+        #expect(redraws.contains { $0.contains("%") && $0.contains("ETA") && $0.hasSuffix("\u{1B}[K") })
         #expect(result.stdout.contains("\(out)/tty.bin (977 KiB, 1000000 bytes)"))
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func terminalShowsABoardOfActiveDownloadsAndASummary() async throws {
+        defer { stop() }
+        for name in ["b1", "b2", "b3"] {
+            _ = serve("/\(name).bin", size: 1_000_000)
+            server.setDefault("/\(name).bin", .throttle(bytesPerSecond: 1_000_000))
+        }
+        let urls = ["b1", "b2", "b3"].map { server.url("/\($0).bin") }
+        let command = ([SwoopBinary.path, "get", "-j", "2", "--state-dir", state, "-d", out] + urls).joined(separator: " ")
+        let result = try await SwoopBinary.run(["-qfec", command, "/dev/null"], in: root, executable: "/usr/bin/script")
+        #expect(result.status == 0)
+        // Two download lines and the summary, redrawn by moving up two lines.
+        #expect(result.stdout.contains("\u{1B}[2A"))
+        #expect(result.stdout.contains("active 2 · waiting 1"))
+        #expect(result.stdout.contains("b1.bin  ") && result.stdout.contains("b2.bin  "))
+        #expect(result.stdout.contains("\(out)/b3.bin (977 KiB, 1000000 bytes)"))
     }
 
     @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])

@@ -266,7 +266,10 @@ struct ManyDownloadsTests {
         defer { stop() }
         let bodies = serveMany(3, size: 400_000, on: server)
         server.enqueue("/f000.bin", .stallAfter(bytes: 100_000))
-        let running = try start("get", ["-j", "1", "--timeout", "1", server.url("/f000.bin"), server.url("/f001.bin"), server.url("/f002.bin")] + transferOptions())
+        // Slow enough (a 3 s stall, then ~2 s for the second file) that the `pause` below, two process
+        // launches away, lands while the third still waits, even on a loaded machine.
+        server.setDefault("/f001.bin", .throttle(bytesPerSecond: 200_000))
+        let running = try start("get", ["-j", "1", "--timeout", "3", server.url("/f000.bin"), server.url("/f001.bin"), server.url("/f002.bin")] + transferOptions())
         #expect(await eventually { fileSize(out + "/f000.bin.swoop") == 100_000 })
         let listing = try await list()
         let third = try #require(listing.first { ($0["url"] as? String) == server.url("/f002.bin") }?["id"] as? String)

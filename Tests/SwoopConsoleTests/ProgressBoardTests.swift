@@ -132,3 +132,18 @@ struct ProgressBoardTests {
         }
     }
 }
+
+@Suite("ProgressBoard: a single download")
+struct ProgressBoardSingleTests {
+    @Test func oneDownloadAloneHasNoSummaryLine() {
+        let download = Download(
+            id: Download.ID("one"), url: "http://h/one.bin", destination: "/tmp/one.bin", state: .active, totalBytes: 100,
+            completedBytes: 50, bytesPerSecond: 10
+        )
+        let alone = BoardSummary(done: 0, active: 1, waiting: 0, failed: 0, bytesPerSecond: 10, remainingBytes: 50)
+        #expect(ProgressBoard(width: 80).lines(active: [download], summary: alone) == ["one.bin  50.0%  50 B / 100 B  10 B/s  ETA 5s"])
+        var more = alone
+        more.waiting = 1
+        #expect(ProgressBoard(width: 80).lines(active: [download], summary: more).count == 2)
+    }
+}
