@@ -15,8 +15,8 @@ public actor DownloadManager {
     /// The configuration the manager was made with.
     public nonisolated let configuration: Configuration
     private let store: any DownloadStore
-    private let logger: Logger
-    private let client: HTTPClient
+    let logger: Logger
+    let client: HTTPClient
     private let hub = EventHub()
     private var isShutDown = false
 
