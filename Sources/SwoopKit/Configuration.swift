@@ -95,6 +95,33 @@ public struct Configuration: Sendable {
 
     /// The default configuration.
     public init() {}
+
+    /// The disk cache of ``DownloadManager/data(from:headers:)``: size limits and where it lives.
+    public struct Cache: Sendable, Hashable {
+        /// The cache directory (created when needed); `nil`, the default, keeps no cache, so every
+        /// call makes a request.
+        public var directory: String?
+        /// The most body bytes the cache keeps; beyond it, the least recently used entries go.
+        public var maxBytes: Int = 64 << 20
+        /// The largest body `data(from:)` accepts, cached or not; a bigger one is an error that says to
+        /// download the file instead. Bounds the memory one call can take.
+        public var maxEntryBytes: Int = 16 << 20
+        public init() {}
+
+        /// `$XDG_CACHE_HOME/swoop`, else `~/.cache/swoop`.
+        ///
+        /// - Parameter environment: The environment to read `XDG_CACHE_HOME` and `HOME` from.
+        public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+            if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") {
+                return (cache as NSString).appendingPathComponent("swoop")
+            }
+            let home = environment["HOME"] ?? NSHomeDirectory()
+            return (home as NSString).appendingPathComponent(".cache/swoop")
+        }
+    }
+
+    /// The response cache of ``DownloadManager/data(from:headers:)`` (off unless a directory is set).
+    public var cache = Cache()
 }
 
 /// Facts about the library.

@@ -6,7 +6,8 @@
 /// Malformed or multi-range `Range` headers are ignored (a plain `200`), as RFC 9110 allows.
 /// `If-Range` is honoured: the range is served only when it equals the strong ``etag`` or,
 /// byte for byte, ``lastModified``; otherwise the whole body is sent with `200`.
-/// `If-None-Match` matching ``etag`` (weak comparison) or `*` answers `304`.
+/// `If-None-Match` matching ``etag`` (weak comparison) or `*` answers `304`; without `If-None-Match`,
+/// an `If-Modified-Since` equal to ``lastModified`` (the exact text) answers `304` too.
 public struct Resource: Sendable {
     /// The bytes of the representation, sent as they are (already compressed when ``gzip`` is set).
     public var body: [UInt8]

@@ -76,9 +76,7 @@ extension TestServer {
             if case .hugeHeaders(let bytes) = behavior {
                 headers.add(name: "X-Huge", value: String(repeating: "a", count: max(0, bytes)))
             }
-            if let condition = request.headers.first(name: "if-none-match"),
-                Self.matchesWeakly(condition, etag: resource.etag)
-            {
+            if Self.isNotModified(request, resource: resource) {
                 return ResponsePlan(status: .notModified, headers: headers, body: [], bodyRange: 0..<0)
             }
 
@@ -164,6 +162,23 @@ extension TestServer {
                 guard validator == (isEntityTag ? strongETag : resource.lastModified) else { return nil }
             }
             return range
+        }
+
+        /// Whether a conditional `GET` or `HEAD` is answered `304` (RFC 9110 §13.2.2).
+        ///
+        /// `If-None-Match` decides when present; otherwise `If-Modified-Since` matches when it equals
+        /// ``Resource/lastModified`` byte for byte (after trimming blanks), which is what a client that
+        /// echoes the `Last-Modified` it was given sends. Dates are not compared as instants: a test that
+        /// needs "earlier than" semantics must send the exact value.
+        private static func isNotModified(_ request: HTTPRequestHead, resource: Resource) -> Bool {
+            if let condition = request.headers.first(name: "if-none-match") {
+                return Self.matchesWeakly(condition, etag: resource.etag)
+            }
+            guard request.method == .GET || request.method == .HEAD,
+                let since = request.headers.first(name: "if-modified-since"),
+                let lastModified = resource.lastModified
+            else { return false }
+            return since.trimmingBlanks() == lastModified.trimmingBlanks()
         }
 
         /// Whether an `If-None-Match` list names `etag` (weak comparison, RFC 9110 §8.8.3.2).

@@ -88,17 +88,7 @@ struct TransferOptions: ParsableArguments {
 
     /// The `-H` headers, parsed.
     func parsedHeaders() throws -> [(name: String, value: String)] {
-        try headers.map { line in
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
-                throw SwoopError(.invalidArgument, "invalid header '\(line)': expected 'Name: value'")
-            }
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty, !name.contains(where: { $0.isWhitespace || $0.isNewline }), !value.contains(where: \.isNewline) else {
-                throw SwoopError(.invalidArgument, "invalid header '\(line)': expected 'Name: value'")
-            }
-            return (name, value)
-        }
+        try HeaderOption.parse(headers)
     }
 
     /// The library configuration these options describe (headers are per download: see `get`).

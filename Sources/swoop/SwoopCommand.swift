@@ -11,7 +11,9 @@ struct SwoopCommand: AsyncParsableCommand {
             Exit codes: \(ExitStatus.summary)
             """,
         version: "0.1.0",
-        subcommands: [GetCommand.self, ResumeCommand.self, ListCommand.self, PauseCommand.self, RemoveCommand.self]
+        subcommands: [
+            GetCommand.self, ResumeCommand.self, ListCommand.self, PauseCommand.self, RemoveCommand.self, FetchCommand.self,
+        ]
     )
 
     /// Runs the command; usage errors exit with 2 (as documented), not ArgumentParser's 64.

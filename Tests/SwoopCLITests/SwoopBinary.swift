@@ -22,6 +22,8 @@ struct SwoopBinary {
         var status: Int32
         var stdout: String
         var stderr: String
+        /// Standard output exactly as written (`stdout` is its UTF-8 reading).
+        var stdoutBytes: [UInt8] = []
         var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
         var stderrLines: [String] { stderr.split(separator: "\n").map(String.init) }
     }
@@ -66,7 +68,8 @@ struct SwoopBinary {
             process.waitUntilExit()
             let stdout = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
             let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
-            return Result(status: process.terminationStatus, stdout: stdout, stderr: stderr)
+            let bytes = (try? Data(contentsOf: out)).map { Array($0) } ?? []
+            return Result(status: process.terminationStatus, stdout: stdout, stderr: stderr, stdoutBytes: bytes)
         }
     }
 
