@@ -159,18 +159,20 @@ public actor DownloadManager {
     public func add(contentsOf requests: [DownloadRequest]) throws -> [Download.ID] {
         guard phase == .idle || phase == .running else { throw Self.stoppedError }
         var position = try nextQueuePosition()
-        var byKey: [RecordKey: DownloadRecord] = [:]
+        var byKey: [DownloadKey: DownloadRecord] = [:]
         var ids: [Download.ID] = []
         var toSave: [DownloadRecord] = []
         var entries: [DownloadQueue.Entry] = []
-        for request in requests {
-            let key = RecordKey(request)
+        let keys = requests.map(\.key)
+        // One batch lookup: thousands of URLs cost one read, not one each.
+        let stored = Dictionary(try store.find(keys).map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+        for (request, key) in zip(requests, keys) {
             if let record = byKey[key] {
                 ids.append(record.id)
                 continue
             }
             var record: DownloadRecord
-            if let existing = try store.find(url: key.url, directory: key.directory, requestedName: key.requestedName) {
+            if let existing = stored[key] {
                 if queue.contains(existing.id) {
                     // Already queued or running here: its live record must not be overwritten.
                     byKey[key] = existing
@@ -756,18 +758,6 @@ private struct SessionCounts {
     var completed = 0
     var failed = 0
     var stopped = 0
-}
-
-private struct RecordKey: Hashable {
-    var url: String
-    var directory: String
-    var requestedName: String
-
-    init(_ request: DownloadRequest) {
-        url = request.url.absoluteString
-        directory = request.directory
-        requestedName = request.fileName ?? ""
-    }
 }
 
 /// The running transfers' tasks and latest snapshots, shared with the transfers' event callbacks

@@ -29,6 +29,8 @@ struct DownloadQueue: Sendable {
     var limits: Limits
     /// Waiting entries in start order.
     private(set) var waiting: [Entry] = []
+    /// The ids in `waiting`, for constant-time membership tests (kept in step by every mutation).
+    private var waitingIDs = Set<Download.ID>()
     /// Running downloads and their hosts.
     private(set) var active: [Download.ID: String] = [:]
     private var perHost: [String: Int] = [:]
@@ -40,19 +42,19 @@ struct DownloadQueue: Sendable {
     var isIdle: Bool { waiting.isEmpty && active.isEmpty }
 
     func contains(_ id: Download.ID) -> Bool {
-        active[id] != nil || waiting.contains { $0.id == id }
+        active[id] != nil || waitingIDs.contains(id)
     }
 
     func isWaiting(_ id: Download.ID) -> Bool {
-        waiting.contains { $0.id == id }
+        waitingIDs.contains(id)
     }
 
     /// Adds entries (ignoring ones already queued or running) and keeps the order.
     mutating func enqueue(_ entries: [Entry]) {
-        let known = Set(waiting.map(\.id)).union(active.keys)
         var seen = Set<Download.ID>()
-        let fresh = entries.filter { !known.contains($0.id) && seen.insert($0.id).inserted }
+        let fresh = entries.filter { !contains($0.id) && seen.insert($0.id).inserted }
         guard !fresh.isEmpty else { return }
+        waitingIDs.formUnion(fresh.map(\.id))
         let wasOrdered = waiting.last.map { last in fresh.first.map { !Entry.precedes($0, last) } ?? true } ?? true
         waiting += fresh
         if !wasOrdered || !Self.isOrdered(fresh) {
@@ -63,7 +65,7 @@ struct DownloadQueue: Sendable {
     /// Takes a waiting entry out of the queue. Returns whether it was waiting.
     @discardableResult
     mutating func removeWaiting(_ id: Download.ID) -> Bool {
-        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return false }
+        guard waitingIDs.remove(id) != nil, let index = waiting.firstIndex(where: { $0.id == id }) else { return false }
         waiting.remove(at: index)
         return true
     }
@@ -122,8 +124,9 @@ struct DownloadQueue: Sendable {
             taken.insert(index)
             index += 1
         }
-        if !taken.isEmpty {
-            waiting = waiting.enumerated().filter { !taken.contains($0.offset) }.map(\.element)
+        // Few start at once: removing them one by one (from the back) beats rebuilding the array.
+        for index in taken.sorted(by: >) {
+            waitingIDs.remove(waiting.remove(at: index).id)
         }
         return started
     }

@@ -46,6 +46,11 @@ public struct DownloadRequest: Sendable {
         self.fileName = fileName
     }
 
+    /// What identifies this download in the store.
+    public var key: DownloadKey {
+        DownloadKey(url: url.absoluteString, directory: directory, requestedName: fileName ?? "")
+    }
+
     /// Checks that `string` is an absolute http(s) URL with a host.
     public static func validate(_ string: String) throws -> URL {
         let trimmed = string.trimmingCharacters(in: .whitespaces)
