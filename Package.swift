@@ -65,7 +65,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "SwoopKitTests", dependencies: ["SwoopKit", "SwoopTesting"]),
+        .testTarget(name: "SwoopKitTests", dependencies: ["SwoopKit", "SwoopStore", "SwoopTesting"]),
         .testTarget(name: "SwoopStoreTests", dependencies: ["SwoopStore", "SwoopKit"]),
         .testTarget(name: "SwoopConsoleTests", dependencies: ["SwoopConsole", "SwoopKit"]),
         .testTarget(name: "SwoopCLITests", dependencies: ["swoop", "SwoopKit", "SwoopTesting"]),

@@ -117,6 +117,9 @@ public actor DownloadManager {
         wakeIdleWaiters(force: true)
     }
 
+    /// Whether ``run()`` is running (and not shutting down): queued downloads start only then.
+    public var isRunning: Bool { phase == .running }
+
     /// Returns when nothing runs and nothing waits (or the manager stops).
     public func waitUntilIdle() async {
         if queue.isIdle || phase == .stopped { return }
@@ -189,7 +192,8 @@ public actor DownloadManager {
             record.headers = request.headers.map { HTTPHeaderField(name: $0.name, value: $0.value) }
             record.checksum = request.checksum?.description
             record.collisionPolicy = request.collisionPolicy
-            record.priority = request.priority
+            // A re-added download keeps the priority it was given unless this request names one.
+            if stored[key] == nil || request.priority != 0 { record.priority = request.priority }
             record.updatedAt = Date()
             byKey[key] = record
             ids.append(record.id)

@@ -32,7 +32,10 @@ struct DownloadSession {
         let manager: DownloadManager
         do {
             let store = try global.openStore()
-            manager = try DownloadManager(configuration: transfer.configuration(lockDirectory: try global.lockDirectory()), store: store)
+            var isResume = false
+            if case .resume = work { isResume = true }
+            let configuration = try transfer.configuration(lockDirectory: try global.lockDirectory(), withHeaders: isResume)
+            manager = try DownloadManager(configuration: configuration, store: store)
         } catch let error as SwoopError {
             throw error.exit(on: console)
         }

@@ -74,12 +74,20 @@ struct TransferOptions: ParsableArguments {
     @Flag(name: [.customShort("k"), .long], help: "Do not verify TLS certificates (dangerous).")
     var insecure = false
 
+    @Option(help: ArgumentHelp("Keep at most N finished downloads in the list (default: all).", valueName: "n"))
+    var keepFinished: Int?
+
+    @Option(help: ArgumentHelp("Forget finished downloads older than this many days (default: never).", valueName: "days"))
+    var keepDays: Double?
+
     func validate() throws {
         guard (1...10_000).contains(maxConcurrent) else { throw ValidationError("-j/--max-concurrent must be between 1 and 10000") }
         if let maxPerHost, !(1...10_000).contains(maxPerHost) {
             throw ValidationError("--max-per-host must be between 1 and 10000")
         }
         guard (0...1000).contains(retries) else { throw ValidationError("--retries must be between 0 and 1000") }
+        if let keepFinished, keepFinished < 0 { throw ValidationError("--keep-finished must be 0 or more") }
+        if let keepDays, !(keepDays >= 0 && keepDays <= 1_000_000) { throw ValidationError("--keep-days must be between 0 and 1000000") }
         guard (0...100).contains(maxRedirects) else { throw ValidationError("--max-redirects must be between 0 and 100") }
         for value in [retryWait, connectTimeout, timeout] where !(value > 0 && value <= 1_000_000) {
             throw ValidationError("timeouts and waits must be between 0 and 1000000 seconds")
@@ -91,9 +99,13 @@ struct TransferOptions: ParsableArguments {
         try HeaderOption.parse(headers)
     }
 
-    /// The library configuration these options describe (headers are per download: see `get`).
-    func configuration(lockDirectory: String?) -> SwoopKit.Configuration {
+    /// The library configuration these options describe. `get` stores its `-H` headers with each
+    /// download instead; `resume` sends them with every download it continues (`withHeaders`).
+    func configuration(lockDirectory: String?, withHeaders: Bool = false) throws -> SwoopKit.Configuration {
         var configuration = SwoopKit.Configuration()
+        if withHeaders { configuration.headers = try parsedHeaders() }
+        configuration.history.maxFinished = keepFinished
+        configuration.history.maxAge = keepDays.map { .milliseconds(Int64($0 * 86_400_000)) }
         configuration.queue.maxConcurrentDownloads = maxConcurrent
         configuration.queue.maxPerHost = maxPerHost
         configuration.retry.maxRetries = retries
