@@ -97,33 +97,11 @@ extension DownloadManager {
         return body
     }
 
-    /// Sends a GET with Swoop's headers, the configured ones, the caller's and the validators,
-    /// following redirects by Swoop's rules.
+    /// Sends a GET with the configured headers, the caller's and the validators.
     private nonisolated func send(
         _ url: URL, headers extra: [(name: String, value: String)], conditional: [(name: String, value: String)]
     ) async throws -> HTTPClientResponse {
-        var redirects = RedirectTracker(original: url, policy: configuration.redirects)
-        var headers: [(name: String, value: String)] = [
-            ("User-Agent", configuration.userAgent), ("Accept", "*/*"), ("Accept-Encoding", "identity"),
-        ]
-        for header in configuration.headers + extra + conditional {
-            headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
-            headers.append(header)
-        }
-        while true {
-            var request = HTTPClientRequest(url: redirects.current.absoluteString)
-            request.method = .GET
-            for header in redirects.headers(headers) {
-                request.headers.add(name: header.name, value: header.value)
-            }
-            let deadline = TimeAmount(configuration.timeouts.connect + configuration.timeouts.idle)
-            let response = try await client.execute(request, timeout: deadline, logger: logger)
-            let status = Int(response.status.code)
-            guard RedirectTracker.redirectStatuses.contains(status) else { return response }
-            await Transfer.discard(response.body)
-            let target = try redirects.follow(status: status, location: response.headers.first(name: "Location"))
-            logger.debug("redirect", metadata: ["fetch.url": "\(url.absoluteString)", "redirect.target": "\(target)"])
-        }
+        try await client.swoopGet(url, headers: configuration.headers + extra + conditional, configuration: configuration, logger: logger)
     }
 
     /// Reads the body of a 2xx response into memory, refusing more than `limit` bytes; the body of any

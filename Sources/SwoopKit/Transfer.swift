@@ -296,31 +296,11 @@ final class Transfer {
         try part?.truncate(to: 0)
     }
 
-    /// Sends a GET, following redirects by Swoop's own rules.
+    /// Sends a GET with the configured headers, the request's and `extraHeaders` (the range).
     private func send(extraHeaders: [(name: String, value: String)]) async throws -> HTTPClientResponse {
-        var redirects = RedirectTracker(original: request.url, policy: configuration.redirects)
-        var headers: [(name: String, value: String)] = [
-            ("User-Agent", configuration.userAgent), ("Accept", "*/*"), ("Accept-Encoding", "identity"),
-        ]
-        for header in configuration.headers + request.headers {
-            headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
-            headers.append(header)
-        }
-        headers += extraHeaders
-        while true {
-            var httpRequest = HTTPClientRequest(url: redirects.current.absoluteString)
-            httpRequest.method = .GET
-            for header in redirects.headers(headers) {
-                httpRequest.headers.add(name: header.name, value: header.value)
-            }
-            let deadline = TimeAmount(configuration.timeouts.connect + configuration.timeouts.idle)
-            let response = try await client.execute(httpRequest, timeout: deadline, logger: logger)
-            let status = Int(response.status.code)
-            guard RedirectTracker.redirectStatuses.contains(status) else { return response }
-            await Self.discard(response.body)
-            let target = try redirects.follow(status: status, location: response.headers.first(name: "Location"))
-            logger.debug("redirect", metadata: ["download.url": "\(record.url)", "redirect.target": "\(target)"])
-        }
+        try await client.swoopGet(
+            request.url, headers: configuration.headers + request.headers + extraHeaders, configuration: configuration, logger: logger
+        )
     }
 
     private func statusError(_ status: Int, response: HTTPClientResponse) async -> SwoopError {

@@ -105,9 +105,11 @@ private func withManager<T>(
     }
 }
 
-/// Runs `action` on each id, printing one line per download; exits with the first failure's status.
+/// Runs `action` on each id (given the download's snapshot, it returns the snapshot to report),
+/// printing one line per download; exits with the first failure's status.
 private func forEachDownload(
-    _ ids: [String], global: GlobalOptions, verb: String, _ action: @escaping (DownloadManager, Download.ID) async throws -> Void
+    _ ids: [String], global: GlobalOptions, verb: String,
+    _ action: @escaping (DownloadManager, Download) async throws -> Download
 ) async throws {
     let console = Console(quiet: global.quiet)
     let status = try await withManager(global, console: console) { manager, downloads in
@@ -115,11 +117,9 @@ private func forEachDownload(
         for text in ids {
             do {
                 let id = try DownloadLookup.resolve(text, in: downloads)
-                try await action(manager, id)
-                let download = try await manager.download(id: id)
+                let download = try await action(manager, try await manager.download(id: id))
                 if global.json {
-                    let data = try JSONOutput.encoder.encode(download)
-                    console.result(String(decoding: data, as: UTF8.self))
+                    console.result(String(decoding: try JSONOutput.encoder.encode(download), as: UTF8.self))
                 } else {
                     console.result("\(verb) \(id.rawValue.prefix(8)) \(download.url)")
                 }
@@ -145,7 +145,10 @@ struct PauseCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await forEachDownload(ids, global: global, verb: "paused") { manager, id in try await manager.pause(id) }
+        try await forEachDownload(ids, global: global, verb: "paused") { manager, download in
+            try await manager.pause(download.id)
+            return try await manager.download(id: download.id)
+        }
     }
 }
 
@@ -164,29 +167,12 @@ struct RemoveCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        let console = Console(quiet: global.quiet)
-        let status = try await withManager(global, console: console) { manager, downloads in
-            var status = ExitStatus.success
-            for text in ids {
-                do {
-                    let id = try DownloadLookup.resolve(text, in: downloads)
-                    let download = try await manager.download(id: id)
-                    try await manager.remove(id, deletingFile: deleteFile)
-                    if global.json {
-                        var removed = download
-                        removed.state = .removed
-                        console.result(String(decoding: try JSONOutput.encoder.encode(removed), as: UTF8.self))
-                    } else {
-                        console.result("removed \(id.rawValue.prefix(8)) \(download.url)")
-                    }
-                } catch let error as SwoopError {
-                    console.error(error.message)
-                    if status == ExitStatus.success { status = ExitStatus.code(for: error) }
-                }
-            }
-            return status
+        try await forEachDownload(ids, global: global, verb: "removed") { [deleteFile] manager, download in
+            try await manager.remove(download.id, deletingFile: deleteFile)
+            var removed = download
+            removed.state = .removed
+            return removed
         }
-        if status != ExitStatus.success { throw ExitCode(status) }
     }
 }
 

@@ -11,8 +11,8 @@ struct Fixture {
     let lockDirectory: String
     var configuration: Configuration
 
-    static func make(tls: TestCertificate? = nil) async throws -> Fixture {
-        let server = try await TestServer.start(tls: tls)
+    static func make(tls: TestCertificate? = nil, host: String = "127.0.0.1") async throws -> Fixture {
+        let server = try await TestServer.start(tls: tls, host: host)
         let root = NSTemporaryDirectory() + "swoop-test-\(UUID().uuidString)"
         let directory = root + "/out"
         let locks = root + "/locks"

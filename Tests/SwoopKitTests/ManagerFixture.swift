@@ -13,19 +13,10 @@ struct ManagerFixture {
     var configuration: Configuration
 
     static func make(host: String = "127.0.0.1") async throws -> ManagerFixture {
-        let server = try await TestServer.start(host: host)
-        let root = NSTemporaryDirectory() + "swoop-manager-test-\(UUID().uuidString)"
-        let directory = root + "/out"
-        let locks = root + "/locks"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: locks, withIntermediateDirectories: true)
-        var configuration = Configuration()
-        configuration.retry.baseDelay = .milliseconds(10)
-        configuration.retry.maxDelay = .milliseconds(50)
-        configuration.timeouts.connect = .seconds(5)
+        let base = try await Fixture.make(host: host)
+        var configuration = base.configuration
         configuration.timeouts.idle = .seconds(10)
-        configuration.lockDirectory = locks
-        return ManagerFixture(server: server, directory: directory, lockDirectory: locks, configuration: configuration)
+        return ManagerFixture(server: base.server, directory: base.directory, lockDirectory: base.lockDirectory, configuration: configuration)
     }
 
     /// Serves `size` random bytes at `path` with a strong ETag and returns them.
