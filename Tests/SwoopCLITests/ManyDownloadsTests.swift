@@ -107,6 +107,21 @@ struct ManyDownloadsTests {
         #expect(sha256Hex(file: out + "/f002.bin") == sha256Hex(bodies["f002.bin"]!))
     }
 
+    @Test func inputFromStdinAndJSONResults() async throws {
+        defer { stop() }
+        let bodies = serveMany(2, size: 2_000, on: server)
+        let list = [server.url("/f000.bin"), server.url("/f001.bin") + " second.bin"].joined(separator: "\n")
+        let command = ([SwoopBinary.path, "get", "--json", "-i", "-", "--state-dir", state] + transferOptions())
+            .map { "'\($0)'" }.joined(separator: " ")
+        let result = try await SwoopBinary.run(["-c", "printf '\(list)\\n' | \(command)"], in: root, executable: "/bin/sh")
+        #expect(result.status == 0, "\(result.stderr)")
+        let objects = result.stdoutLines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(objects.count == 2)
+        #expect(Set(objects.compactMap { $0["destination"] as? String }) == [out + "/f000.bin", out + "/second.bin"])
+        #expect(objects.allSatisfy { $0["state"] as? String == "completed" && ($0["id"] as? String)?.count == 36 })
+        #expect(sha256Hex(file: out + "/second.bin") == sha256Hex(bodies["f001.bin"]!))
+    }
+
     @Test func aBadLineNamesFileAndLineAndStartsNothing() async throws {
         defer { stop() }
         _ = serveMany(1, size: 100, on: server)
