@@ -44,7 +44,7 @@ public final class BoardPrinter: Sendable {
     /// Prints progress until `events` ends, then erases the board.
     ///
     /// - Parameter events: The manager's events.
-    public func consume(_ events: AsyncStream<DownloadEvent>) async {
+    public func consume(_ events: DownloadEvents) async {
         guard console.isTerminal else {
             for await event in events { handlePlain(event) }
             return

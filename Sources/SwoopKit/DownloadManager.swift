@@ -35,6 +35,10 @@ public actor DownloadManager {
     private let starts: AsyncStream<Download.ID>
     private let startsContinuation: AsyncStream<Download.ID>.Continuation
     private var runFinished: [CheckedContinuation<Void, Never>] = []
+    /// Whether `run()` is executing (including draining its transfers after it was told to stop).
+    private var runIsActive = false
+    /// Callers of `shutdown()` that came while another call was shutting down.
+    private var shutdownWaiters: [CheckedContinuation<Void, Never>]?
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     /// What to do with a running download once its transfer has stopped.
     private var stopIntents: [Download.ID: StopIntent] = [:]
@@ -91,7 +95,7 @@ public actor DownloadManager {
 
     /// A new stream of every event from now on. See ``DownloadEvent`` for what may be coalesced:
     /// progress events of one download merge while unread; nothing else is ever dropped.
-    public nonisolated func events() -> AsyncStream<DownloadEvent> {
+    public nonisolated func events() -> DownloadEvents {
         hub.subscribe()
     }
 
@@ -103,17 +107,27 @@ public actor DownloadManager {
     public func run() async {
         guard phase == .idle else { return }
         phase = .running
+        runIsActive = true
         schedule()
         let starts = self.starts
         await withDiscardingTaskGroup { group in
             for await id in starts {
                 group.addTask { await self.runQueued(id) }
             }
+            // No more starts (shutdown, or this task was cancelled): what `schedule()` would hand
+            // out from now on would never run.
+            if phase == .running { phase = .stopping }
             group.cancelAll()
         }
+        // Ids handed to the start stream that the loop never took (it ended first) still hold
+        // queue slots; they never began, so they stay `waiting` in the store.
+        for id in Array(queue.active.keys) {
+            queue.finished(id)
+            for waiter in settleWaiters.removeValue(forKey: id) ?? [] { waiter.resume() }
+        }
+        runIsActive = false
         for waiter in runFinished { waiter.resume() }
         runFinished.removeAll()
-        if phase == .running { phase = .stopping }
         wakeIdleWaiters(force: true)
     }
 
@@ -182,6 +196,14 @@ public actor DownloadManager {
                     ids.append(existing.id)
                     continue
                 }
+                if existing.state == .active {
+                    // Another process may be running it: its row is that process's to write. The
+                    // lock decides when it starts here (a dead process's download is recovered then).
+                    byKey[key] = existing
+                    ids.append(existing.id)
+                    entries.append(Self.entry(existing))
+                    continue
+                }
                 record = existing
                 try Self.requeue(&record)
             } else {
@@ -236,13 +258,14 @@ public actor DownloadManager {
             await stop(id, intent: .pause)
             return
         }
-        var record = try existingRecord(id)
-        if record.state == .active { try Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory) }
-        record.state = try DownloadStateMachine.next(after: record.state == .active ? .waiting : record.state, on: .pause).get()
+        let record = try withDownloadLock(id) { record in
+            // Under the lock, `active` can only be what a dead process left.
+            record.state = try DownloadStateMachine.next(after: record.state == .active ? .waiting : record.state, on: .pause).get()
+            record.bytesPerSecond = 0
+            record.updatedAt = Date()
+            try store.save(record)
+        }
         queue.removeWaiting(id)
-        record.bytesPerSecond = 0
-        record.updatedAt = Date()
-        try store.save(record)
         session.stopped += 1
         hub.publish(.paused(record.snapshot()))
         wakeIdleWaiters()
@@ -250,7 +273,9 @@ public actor DownloadManager {
     }
 
     /// Puts a paused or failed download (or one a dead process left behind) back in the queue.
-    public func resume(_ id: Download.ID) throws {
+    ///
+    /// - Parameter headers: Request headers to store with it (replacing stored ones of the same name).
+    public func resume(_ id: Download.ID, replacingHeaders headers: [(name: String, value: String)] = []) throws {
         guard !queue.contains(id) else {
             throw SwoopError(.invalidArgument, "download \(id) is already \(queue.isWaiting(id) ? "waiting" : "active")")
         }
@@ -264,6 +289,7 @@ public actor DownloadManager {
         default:
             record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get()
         }
+        record.headers = Self.merged(record.headers, headers)
         record.updatedAt = Date()
         try store.save(record)
         queue.enqueue([Self.entry(record)])
@@ -281,23 +307,42 @@ public actor DownloadManager {
     /// process that died), in queue order.
     ///
     /// - Returns: The ids queued.
+    /// - Parameter headers: Request headers to store with each (replacing stored ones of the same
+    ///   name), such as a fresh `Authorization`.
+    /// - Returns: The ids queued.
     @discardableResult
-    public func resumeAll() throws -> [Download.ID] {
-        var resumed: [Download.ID] = []
-        for record in try store.all() where !queue.contains(record.id) {
+    public func resumeAll(replacingHeaders headers: [(name: String, value: String)] = []) throws -> [Download.ID] {
+        var resumed: [DownloadRecord] = []
+        for var record in try store.all() where !queue.contains(record.id) {
             switch record.state {
-            case .waiting, .paused, .failed, .active:
-                do {
-                    try resume(record.id)
-                    resumed.append(record.id)
-                } catch let error as SwoopError where error.code == .inUse {
-                    continue
-                }
+            case .waiting, .paused, .failed:
+                if record.state != .waiting { record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get() }
+            case .active:
+                // Left by a process that died, unless one is running it (then it is not ours to resume).
+                guard (try? Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory)) != nil else { continue }
+                record.state = try DownloadStateMachine.next(after: .active, on: .recover).get()
             case .completed, .removed:
                 continue
             }
+            record.headers = Self.merged(record.headers, headers)
+            record.updatedAt = Date()
+            resumed.append(record)
         }
-        return resumed
+        // One transaction for all: resuming thousands costs one fsync, not one each.
+        try store.save(contentsOf: resumed)
+        queue.enqueue(resumed.map(Self.entry))
+        schedule()
+        return resumed.map(\.id)
+    }
+
+    /// `stored` with each of `new` replacing the headers of the same name.
+    private static func merged(_ stored: [HTTPHeaderField], _ new: [(name: String, value: String)]) -> [HTTPHeaderField] {
+        var result = stored
+        for header in new {
+            result.removeAll { $0.name.lowercased() == header.name.lowercased() }
+            result.append(HTTPHeaderField(name: header.name, value: header.value))
+        }
+        return result
     }
 
     /// Stops a download for good: the part file is deleted and the record is kept as `removed`
@@ -307,10 +352,8 @@ public actor DownloadManager {
             await stop(id, intent: .cancel)
             return
         }
-        var record = try existingRecord(id)
-        if record.state == .active { try Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory) }
+        _ = try withDownloadLock(id) { record in try markCancelled(&record) }
         queue.removeWaiting(id)
-        try markCancelled(&record)
         await waitForHandedOverStart(id)
     }
 
@@ -329,10 +372,25 @@ public actor DownloadManager {
             await stop(id, intent: .remove(deletingFile: deletingFile))
             return
         }
-        let record = try existingRecord(id)
-        if record.state == .active { try Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory) }
+        _ = try withDownloadLock(id) { record in try delete(record, deletingFile: deletingFile) }
         queue.removeWaiting(id)
-        try delete(record, deletingFile: deletingFile)
+        await waitForHandedOverStart(id)
+    }
+
+    /// Runs `body` on the download's freshly read record while holding its cross-process lock, so
+    /// that no process starts it meanwhile (a transfer takes the lock, then reads the record).
+    ///
+    /// - Throws: ``SwoopError/Code/inUse`` naming the pid when another process is transferring it;
+    ///   ``SwoopError/Code/notFound`` for an unknown id.
+    private func withDownloadLock(_ id: Download.ID, _ body: (inout DownloadRecord) throws -> Void) throws -> DownloadRecord {
+        let first = try existingRecord(id)
+        let lock = try configuration.lockDirectory.map { directory in
+            try ProcessLock.acquire(Transfer.lockPath(for: first, in: directory), what: first.url)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        var record = try existingRecord(id)
+        try body(&record)
+        return record
     }
 
     /// Moves a waiting download to `position` in the waiting order (0 is next).
@@ -451,7 +509,7 @@ public actor DownloadManager {
             let cutoff = Date().addingTimeInterval(-age.seconds)
             forget.formUnion(finished.filter { $0.updatedAt < cutoff }.map(\.id))
         }
-        for id in forget { try store.delete(id: id) }
+        try store.delete(ids: Array(forget))
         return forget.count
     }
 
@@ -476,11 +534,16 @@ public actor DownloadManager {
     /// store. Safe to call more than once.
     public func shutdown() async throws {
         guard phase != .stopped else { return }
-        let wasRunning = phase == .running
+        if shutdownWaiters != nil {
+            // Another call is shutting down: return when it is done, not before.
+            await withCheckedContinuation { shutdownWaiters?.append($0) }
+            return
+        }
+        shutdownWaiters = []
         phase = .stopping
         startsContinuation.finish()
         live.cancelAll()
-        if wasRunning {
+        if runIsActive {
             await withCheckedContinuation { runFinished.append($0) }
         }
         await live.waitForAll()
@@ -490,6 +553,8 @@ public actor DownloadManager {
         var failure: (any Error)?
         do { try store.close() } catch { failure = error }
         do { try await client.shutdown() } catch { failure = failure ?? error }
+        for waiter in shutdownWaiters ?? [] { waiter.resume() }
+        shutdownWaiters = []
         if let failure { throw failure }
     }
 
@@ -524,6 +589,10 @@ public actor DownloadManager {
         do {
             guard let found = try store.record(id: id) else {
                 // Removed by another process while it waited.
+                if !stoppedBeforeStart.contains(id) {
+                    session.stopped += 1
+                    hub.publish(.removed(Download(id: id, url: "", destination: nil, state: .removed, totalBytes: nil, completedBytes: 0)))
+                }
                 return
             }
             record = found
@@ -547,7 +616,9 @@ public actor DownloadManager {
         // A shutdown that began meanwhile must not find a transfer it did not cancel.
         guard phase == .running else { return }
         // The manager announced it when it was added: the transfer's own `added` would be a second one.
-        let job = transferJob(request, announcesAdded: false)
+        let job = transferJob(request, queued: true)
+        // Known to be live before the task can emit anything, so its terminal event is seen.
+        live.reserve(id)
         let task = Task { try await job() }
         live.register(id, task: task)
         let result = await withTaskCancellationHandler {
@@ -567,8 +638,12 @@ public actor DownloadManager {
         let intent = stopIntents.removeValue(forKey: id)
         switch intent {
         case .cancel?:
-            if var current = try? store.record(id: id) {
+            // A cancel that came as the download completed is too late: it stays completed.
+            if case .failure = result, var current = try? store.record(id: id) {
                 try? markCancelled(&current)
+            } else if case .success(let outcome) = result {
+                session.completed += 1
+                if case .alreadyComplete(let download) = outcome { hub.publish(.alreadyComplete(download)) }
             }
             return
         case .remove(let deletingFile)?:
@@ -589,9 +664,19 @@ public actor DownloadManager {
             let swoopError = error as? SwoopError ?? SwoopError(.other, "\(error)", cause: error)
             if swoopError.code == .cancelled {
                 session.stopped += 1
-            } else {
-                session.failed += 1
+                // Stopped before it could say so itself (another process paused or removed it).
+                guard !terminalSent else { return }
+                let current = try? store.record(id: id)
+                if let current, current.state != .removed {
+                    hub.publish(.paused(current.snapshot()))
+                } else {
+                    var gone = current?.snapshot() ?? record.snapshot()
+                    gone.state = .removed
+                    hub.publish(.removed(gone))
+                }
+                return
             }
+            session.failed += 1
             if !terminalSent { publishFailure(id: id, record: record, error: swoopError, count: false) }
         }
     }
@@ -711,15 +796,19 @@ public actor DownloadManager {
     }
 
     /// The work of one transfer, as a closure a task can run.
+    ///
+    /// - Parameter queued: Started by the queue: the manager announced it when it was added (the
+    ///   transfer's own `added` would be a second one), and a record another process paused or
+    ///   removed is left alone.
     private nonisolated func transferJob(
-        _ request: DownloadRequest, announcesAdded: Bool = true
+        _ request: DownloadRequest, queued: Bool = false
     ) -> @Sendable () async throws -> DownloadOutcome {
         let (hub, live, client, configuration, store, logger) = (hub, live, client, configuration, store, logger)
         return {
             let transfer = Transfer(
-                request: request, client: client, configuration: configuration, store: store, logger: logger,
+                request: request, client: client, configuration: configuration, store: store, logger: logger, queued: queued,
                 emit: { event in
-                    if !announcesAdded, case .added = event { return }
+                    if queued, case .added = event { return }
                     guard live.note(event) else { return }
                     hub.publish(event)
                 }
@@ -768,7 +857,7 @@ private struct SessionCounts {
 /// (which run outside the actor).
 final class LiveTransfers: Sendable {
     private struct Entry {
-        var task: Task<DownloadOutcome, any Error>
+        var task: Task<DownloadOutcome, any Error>?
         var snapshot: Download?
         var terminalSent = false
         var suppressPaused = false
@@ -776,8 +865,15 @@ final class LiveTransfers: Sendable {
 
     private let entries = NIOLockedValueBox<[Download.ID: Entry]>([:])
 
+    /// Marks a transfer live before its task exists (its events count from the first one).
+    func reserve(_ id: Download.ID) {
+        entries.withLockedValue { $0[id] = Entry(task: nil) }
+    }
+
     func register(_ id: Download.ID, task: Task<DownloadOutcome, any Error>) {
-        entries.withLockedValue { $0[id] = Entry(task: task) }
+        entries.withLockedValue { entries in
+            if entries[id] == nil { entries[id] = Entry(task: task) } else { entries[id]?.task = task }
+        }
     }
 
     /// Forgets a transfer; returns whether it published a terminal event.
@@ -821,11 +917,11 @@ final class LiveTransfers: Sendable {
     }
 
     func cancelAll() {
-        for task in entries.withLockedValue({ $0.values.map(\.task) }) { task.cancel() }
+        for task in entries.withLockedValue({ $0.values.compactMap(\.task) }) { task.cancel() }
     }
 
     func waitForAll() async {
-        for task in entries.withLockedValue({ $0.values.map(\.task) }) { _ = await task.result }
+        for task in entries.withLockedValue({ $0.values.compactMap(\.task) }) { _ = await task.result }
     }
 }
 

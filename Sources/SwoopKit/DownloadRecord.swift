@@ -132,8 +132,11 @@ public protocol DownloadStore: Sendable {
     func record(id: Download.ID) throws -> DownloadRecord?
     /// An unfinished record (not completed or removed) whose file in `directory` is `fileName`.
     func unfinished(directory: String, fileName: String) throws -> DownloadRecord?
-    /// Inserts or replaces a record.
+    /// Inserts or replaces a record, durably (it survives a power loss once this returns).
     func save(_ record: DownloadRecord) throws
+    /// Inserts or replaces a record; `durable: false` may lose the write in a power loss (not in a
+    /// process crash), for state that is cheap to lose, like "active".
+    func save(_ record: DownloadRecord, durable: Bool) throws
     /// The records for many (URL, directory, requested name) keys at once; keys without a record
     /// are left out.
     func find(_ keys: [DownloadKey]) throws -> [DownloadRecord]
@@ -145,11 +148,22 @@ public protocol DownloadStore: Sendable {
     func all() throws -> [DownloadRecord]
     /// Deletes a record.
     func delete(id: Download.ID) throws
+    /// Deletes many records (in one transaction where the store has them).
+    func delete(ids: [Download.ID]) throws
     /// Releases the store's resources; later calls may fail.
     func close() throws
 }
 
 extension DownloadStore {
+    public func save(_ record: DownloadRecord, durable: Bool) throws {
+        try save(record)
+    }
+
+    /// Deletes many records.
+    public func delete(ids: [Download.ID]) throws {
+        for id in ids { try delete(id: id) }
+    }
+
     public func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] {
         try keys.compactMap { try find(url: $0.url, directory: $0.directory, requestedName: $0.requestedName) }
     }

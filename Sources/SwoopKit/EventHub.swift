@@ -13,7 +13,7 @@ final class EventHub: Sendable {
     private let nextID = NIOLockedValueBox(0)
     private let isFinished = NIOLockedValueBox(false)
 
-    func subscribe() -> AsyncStream<DownloadEvent> {
+    func subscribe() -> DownloadEvents {
         let subscription = EventSubscription()
         let id = nextID.withLockedValue { value in
             defer { value += 1 }
@@ -24,14 +24,15 @@ final class EventHub: Sendable {
             return finished
         }
         if finished { subscription.finish() }
-        return AsyncStream(
-            unfolding: { await subscription.next() },
-            onCancel: { [subscribers] in
-                subscription.cancel()
-                _ = subscribers.withLockedValue { $0.removeValue(forKey: id) }
-            }
-        )
+        let handle = SubscriptionHandle(subscription) { [subscribers] in
+            subscription.cancel()
+            _ = subscribers.withLockedValue { $0.removeValue(forKey: id) }
+        }
+        return DownloadEvents(handle: handle)
     }
+
+    /// Live subscriptions (for tests).
+    var subscriberCount: Int { subscribers.withLockedValue { $0.count } }
 
     func publish(_ event: DownloadEvent) {
         for subscription in subscribers.withLockedValue({ Array($0.values) }) {
@@ -50,6 +51,47 @@ final class EventHub: Sendable {
         }
         for subscription in all { subscription.finish() }
     }
+}
+
+/// The events of one subscriber, from ``DownloadManager/events()``: an `AsyncSequence` to iterate
+/// once. The subscription ends when the reading task is cancelled, when the manager shuts down
+/// (after the buffered events), or when the sequence and its iterator are no longer referenced
+/// (leaving a `for await` loop with `break` is enough): its buffer is then freed.
+public struct DownloadEvents: AsyncSequence, Sendable {
+    public typealias Element = DownloadEvent
+    public typealias Failure = Never
+
+    let handle: SubscriptionHandle
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(handle: handle)
+    }
+
+    /// Reads the subscriber's buffer.
+    public struct Iterator: AsyncIteratorProtocol {
+        let handle: SubscriptionHandle
+
+        public mutating func next() async -> DownloadEvent? {
+            await handle.subscription.next()
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> DownloadEvent? {
+            await handle.subscription.next()
+        }
+    }
+}
+
+/// Ends its subscription when the last reference (the sequence or an iterator) goes away.
+final class SubscriptionHandle: Sendable {
+    let subscription: EventSubscription
+    private let end: @Sendable () -> Void
+
+    init(_ subscription: EventSubscription, end: @escaping @Sendable () -> Void) {
+        self.subscription = subscription
+        self.end = end
+    }
+
+    deinit { end() }
 }
 
 /// One subscriber's buffer and its waiting reader.

@@ -30,6 +30,11 @@ final class Transfer {
     private let logger: Logger
     private let emit: @Sendable (DownloadEvent) -> Void
     private let bootID = FileSystem.bootID
+    /// Set when a failed flush could not be followed by cutting the part file back: the file's
+    /// length must not be trusted even in this boot, so the records name no boot.
+    private var distrustFileLength = false
+    /// The boot the records name: this one, or none when the file's length is not to be trusted.
+    private var recordedBootID: String { distrustFileLength ? "" : bootID }
 
     private var record: DownloadRecord
     private var part: PartFile?
@@ -46,11 +51,16 @@ final class Transfer {
 
     private static let maxRestarts = 3
 
+    /// Whether the manager's queue started this transfer: then a record that another process paused
+    /// or removed meanwhile is left alone, not resumed as a rerun of the same command would.
+    private let queued: Bool
+
     init(
         request: DownloadRequest, client: HTTPClient, configuration: Configuration, store: any DownloadStore,
-        logger: Logger, emit: @escaping @Sendable (DownloadEvent) -> Void
+        logger: Logger, queued: Bool = false, emit: @escaping @Sendable (DownloadEvent) -> Void
     ) {
         self.request = request
+        self.queued = queued
         self.client = client
         self.configuration = configuration
         self.store = store
@@ -74,7 +84,12 @@ final class Transfer {
         }
         defer { withExtendedLifetime(lock) {} }
 
-        if let existing = try storeCall({ try store.find(url: record.url, directory: record.directory, requestedName: record.requestedName) }) {
+        let found = try storeCall { try store.find(url: record.url, directory: record.directory, requestedName: record.requestedName) }
+        if queued, found == nil || found?.state == .paused || found?.state == .removed {
+            // Checked under the lock, which `swoop pause` and `swoop rm` also take: no race.
+            throw SwoopError(.cancelled, "\(record.url) was paused or removed by another swoop process")
+        }
+        if let existing = found {
             let asked = record
             record = existing
             record.checksum = asked.checksum
@@ -158,8 +173,11 @@ final class Transfer {
     private func transferWithRetries() async throws -> Download {
         let backoff = Backoff(policy: configuration.retry)
         var failures = 0
-        // Active from the first connection attempt to the end, backoff sleeps included.
+        // Active from the first connection attempt to the end, backoff sleeps included; other
+        // processes (`swoop ls`, `pause`) see it at once (a cheap, non-durable write).
         try transition(.start)
+        record.updatedAt = Date()
+        try storeCall { try store.save(record, durable: false) }
         while true {
             let writtenBefore = bytesWritten
             do {
@@ -205,13 +223,12 @@ final class Transfer {
     private func saveProgress(error: SwoopError?) throws {
         if let part {
             if (try? part.syncNow(upTo: offset)) == nil {
-                // The disk refused to flush: only what was flushed before can be trusted.
-                offset = min(offset, part.syncedBytes)
+                distrustUnflushed(part)
             }
         }
         record.committedBytes = offset
         record.syncedBytes = min(part?.syncedBytes ?? 0, offset)
-        record.bootID = bootID
+        record.bootID = recordedBootID
         record.bytesPerSecond = record.state == .active ? meter.bytesPerSecond : 0
         record.lastError = error?.message
         record.updatedAt = Date()
@@ -258,6 +275,10 @@ final class Transfer {
             }
             if part == nil {
                 try claimFile(response: response)
+            } else if start == 0, restartReason == nil {
+                // A whole body into a part file that may hold more (an earlier attempt's bytes past
+                // a lowered offset): nothing beyond what this body writes may remain.
+                try part?.truncate(to: 0)
             }
             record.totalBytes = total
             // A 206 that omits validators continues the saved representation: keep what we know.
@@ -399,7 +420,7 @@ final class Transfer {
         try surfaceSyncFailure(part)
         try storeCall {
             try store.checkpoint(
-                id: record.id, committedBytes: offset, syncedBytes: min(part.syncedBytes, offset), bootID: bootID,
+                id: record.id, committedBytes: offset, syncedBytes: min(part.syncedBytes, offset), bootID: recordedBootID,
                 bytesPerSecond: meter.bytesPerSecond
             )
         }
@@ -409,8 +430,16 @@ final class Transfer {
     /// flushed before, and stop.
     private func surfaceSyncFailure(_ part: PartFile) throws {
         guard let failure = part.syncFailure else { return }
-        offset = min(offset, part.syncedBytes)
+        distrustUnflushed(part)
         throw SwoopError.fileSystem("flush", path: part.path, errno: failure)
+    }
+
+    /// The disk refused a flush: pages past the last good flush may be lost. Cut the part file back
+    /// to it, so that no later run (which trusts the file's length within a boot) takes them; if even
+    /// the cut fails, the records name no boot, so only flushed bytes are trusted.
+    private func distrustUnflushed(_ part: PartFile) {
+        offset = min(offset, part.syncedBytes)
+        if (try? part.truncate(to: offset)) == nil { distrustFileLength = true }
     }
 
     /// Flushes, verifies and renames the part file; records the completed download.

@@ -159,6 +159,21 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
+    /// A non-durable save commits with `synchronous = NORMAL` (no fsync): it survives a process
+    /// crash, not necessarily a power loss.
+    public func save(_ record: DownloadRecord, durable: Bool) throws {
+        guard !durable else { return try save(record) }
+        try write { db in try db.cachedStatement(sql: Row.upsertSQL).execute(arguments: Row(record).arguments) }
+    }
+
+    /// Deletes many records in one transaction.
+    public func delete(ids: [Download.ID]) throws {
+        try write { db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM download WHERE id = ?")
+            for id in ids { try statement.execute(arguments: [id.rawValue]) }
+        }
+    }
+
     public func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws {
         try write { db in
             let statement = try db.cachedStatement(

@@ -32,9 +32,7 @@ struct DownloadSession {
         let manager: DownloadManager
         do {
             let store = try global.openStore()
-            var isResume = false
-            if case .resume = work { isResume = true }
-            let configuration = try transfer.configuration(lockDirectory: try global.lockDirectory(), withHeaders: isResume)
+            let configuration = try transfer.configuration(lockDirectory: try global.lockDirectory())
             manager = try DownloadManager(configuration: configuration, store: store)
         } catch let error as SwoopError {
             throw error.exit(on: console)
@@ -62,11 +60,14 @@ struct DownloadSession {
             if ids.isEmpty {
                 console.notice("nothing to resume")
             } else {
-                status = await follow(events, pending: Set(ids), manager: manager)
+                status = await follow(events, pending: Set(ids), interrupted: { interruption.received != nil })
             }
         } catch let error as SwoopError {
-            console.error(error.message)
-            status = ExitStatus.code(for: error)
+            // A signal during start-up shuts the manager down under `add`: that is no error of its own.
+            if interruption.received == nil {
+                console.error(error.message)
+                status = ExitStatus.code(for: error)
+            }
         } catch {
             console.error("\(error)")
             status = ExitStatus.failure
@@ -89,13 +90,15 @@ struct DownloadSession {
             var seen = Set<Download.ID>()
             return try await manager.add(contentsOf: requests).filter { seen.insert($0).inserted }
         case .resume(nil):
-            return try await manager.resumeAll()
+            // -H given to resume replaces the stored headers of the same name (a fresh token).
+            return try await manager.resumeAll(replacingHeaders: try transfer.parsedHeaders())
         case .resume(let prefixes?):
+            let headers = try transfer.parsedHeaders()
             let records = try await manager.downloads()
             var ids: [Download.ID] = []
             for prefix in prefixes {
                 let id = try DownloadLookup.resolve(prefix, in: records)
-                try await manager.resume(id)
+                try await manager.resume(id, replacingHeaders: headers)
                 ids.append(id)
             }
             return ids
@@ -104,7 +107,7 @@ struct DownloadSession {
 
     /// Prints each download's result as it ends; returns the exit status once all have ended (or
     /// the manager stopped).
-    private func follow(_ events: AsyncStream<DownloadEvent>, pending: Set<Download.ID>, manager: DownloadManager) async -> Int32 {
+    private func follow(_ events: DownloadEvents, pending: Set<Download.ID>, interrupted: () -> Bool) async -> Int32 {
         var pending = pending
         let total = pending.count
         var done = 0
@@ -120,30 +123,30 @@ struct DownloadSession {
             case .alreadyComplete:
                 done += 1
                 report(download, " is already complete")
-            case .failed(_, let error):
-                if error.code == .cancelled { continue }
+            case .failed(_, let error) where error.code != .cancelled:
                 failures.append(Failure(download: download, error: error))
+                if global.json { printJSON(download) } else { console.error(error.message) }
+            case .paused, .removed:
+                // Paused by Ctrl-C: the closing notice says how to go on; otherwise another process did it.
                 if global.json {
                     printJSON(download)
-                } else {
-                    console.error(error.message)
+                } else if !interrupted() {
+                    console.notice("\(download.url.isEmpty ? download.id.rawValue : download.url) was \(download.state.rawValue)")
                 }
-            case .paused, .removed:
-                if global.json { printJSON(download) } else { console.notice("\(download.url) was \(download.state.rawValue)") }
             default:
                 break
             }
             if pending.isEmpty { break }
         }
-        if total > 1 && !pending.isEmpty && !Task.isCancelled {
-            // Stopped early (a signal): the caller prints how to continue.
-        } else if total > 1 && !failures.isEmpty && !global.json {
-            console.error("\(failures.count) of \(total) downloads failed:")
-            for failure in failures {
-                console.error("  \(failure.download.url): \(failure.error.message)")
+        if total > 1 && pending.isEmpty && !global.json {
+            if failures.isEmpty {
+                console.notice("\(done) of \(total) downloads complete")
+            } else {
+                console.error("\(failures.count) of \(total) downloads failed:")
+                for failure in failures {
+                    console.error("  \(failure.download.url): \(failure.error.message)")
+                }
             }
-        } else if total > 1 && !global.json {
-            console.notice("\(done) of \(total) downloads complete")
         }
         return failures.first.map { ExitStatus.code(for: $0.error) } ?? ExitStatus.success
     }

@@ -117,7 +117,14 @@ private func forEachDownload(
         for text in ids {
             do {
                 let id = try DownloadLookup.resolve(text, in: downloads)
-                let download = try await action(manager, try await manager.download(id: id))
+                let current = try await manager.download(id: id)
+                let download: Download
+                do {
+                    download = try await action(manager, current)
+                } catch let error as SwoopError where error.code == .invalidArgument {
+                    // "the download is already paused" needs to say which one.
+                    throw SwoopError(error.code, "\(id.rawValue.prefix(8)) (\(current.url)): \(error.message)")
+                }
                 if global.json {
                     console.result(String(decoding: try JSONOutput.encoder.encode(download), as: UTF8.self))
                 } else {

@@ -99,11 +99,10 @@ struct TransferOptions: ParsableArguments {
         try HeaderOption.parse(headers)
     }
 
-    /// The library configuration these options describe. `get` stores its `-H` headers with each
-    /// download instead; `resume` sends them with every download it continues (`withHeaders`).
-    func configuration(lockDirectory: String?, withHeaders: Bool = false) throws -> SwoopKit.Configuration {
+    /// The library configuration these options describe. The `-H` headers are not in it: `get`
+    /// stores them with each download, and `resume` replaces the stored ones of the same name.
+    func configuration(lockDirectory: String?) throws -> SwoopKit.Configuration {
         var configuration = SwoopKit.Configuration()
-        if withHeaders { configuration.headers = try parsedHeaders() }
         configuration.history.maxFinished = keepFinished
         configuration.history.maxAge = keepDays.map { .milliseconds(Int64($0 * 86_400_000)) }
         configuration.queue.maxConcurrentDownloads = maxConcurrent

@@ -439,6 +439,105 @@ struct DownloadManagerTests {
         try await run.manager.shutdown()
     }
 
+    /// Cancelling `run()`'s task stops the transfers like shutdown does, and leaves nothing stuck:
+    /// no download counts as active, and pausing a waiting one returns.
+    @Test func cancellingRunLeavesNoDownloadStuck() async throws {
+        var f = try await ManagerFixture.make()
+        defer { f.stop() }
+        f.configuration.queue.maxConcurrentDownloads = 2
+        for i in 0..<5 {
+            f.serve("/c\(i).bin", size: 1_000_000, seed: UInt64(i))
+            f.server.setDefault("/c\(i).bin", .stallAfter(bytes: 200_000))
+        }
+        let run = try f.start()
+        let ids = try await run.manager.add(contentsOf: (0..<5).map { try f.request("/c\($0).bin") })
+        #expect(await f.partFileReaches("c0.bin", size: 200_000))
+        #expect(await f.partFileReaches("c1.bin", size: 200_000))
+        run.runner.cancel()
+        await run.runner.value
+        let stats = await run.manager.stats()
+        #expect(stats.active == 0)
+        #expect(await run.manager.isRunning == false)
+        try await run.manager.pause(ids[4])
+        #expect(try run.store.record(id: ids[0])?.state == .paused)
+        #expect(try run.store.record(id: ids[0])?.committedBytes == 200_000)
+        #expect(try run.store.record(id: ids[4])?.state == .paused)
+        #expect(try run.store.record(id: ids[3])?.state == .waiting)
+        try await run.manager.shutdown()
+        #expect(await eventually { f.server.openConnections == 0 })
+    }
+
+    /// Two shutdowns at once (Ctrl-C beside the normal end): the second returns only when the first
+    /// has finished, so neither returns while transfers are still settling.
+    @Test func concurrentShutdownsBothWaitForTheEnd() async throws {
+        var f = try await ManagerFixture.make()
+        defer { f.stop() }
+        f.configuration.queue.maxConcurrentDownloads = 3
+        for i in 0..<3 {
+            f.serve("/d\(i).bin", size: 1_000_000, seed: UInt64(i))
+            f.server.setDefault("/d\(i).bin", .stallAfter(bytes: 100_000))
+        }
+        let run = try f.start()
+        let ids = try await run.manager.add(contentsOf: (0..<3).map { try f.request("/d\($0).bin") })
+        for i in 0..<3 { #expect(await f.partFileReaches("d\(i).bin", size: 100_000)) }
+        let manager = run.manager
+        let first = Task { try await manager.shutdown() }
+        let second = Task { try await manager.shutdown() }
+        try await second.value
+        // Whichever returned, everything is settled already.
+        for id in ids {
+            #expect(try run.store.record(id: id)?.state == .paused)
+        }
+        #expect(await eventually { run.events.ended })
+        try await first.value
+        await run.runner.value
+    }
+
+    /// A waiting download whose record another process deleted (`swoop rm`) ends with `removed`
+    /// when its turn comes, so nobody waits for it forever.
+    @Test func aRecordDeletedElsewhereWhileWaitingEndsAsRemoved() async throws {
+        var f = try await ManagerFixture.make()
+        defer { f.stop() }
+        f.configuration.queue.maxConcurrentDownloads = 1
+        f.serve("/first.bin", size: 400_000)
+        f.server.setDefault("/first.bin", .throttle(bytesPerSecond: 1_000_000))
+        f.serve("/second.bin", size: 1_000)
+        let run = try f.start()
+        let ids = try await run.manager.add(contentsOf: [try f.request("/first.bin"), try f.request("/second.bin")])
+        try run.store.delete(id: ids[1])
+        #expect(await run.waitForTerminal(ids))
+        #expect(run.events.terminal(ids[0]).map(\.caseName) == ["completed"])
+        #expect(run.events.terminal(ids[1]).map(\.caseName) == ["removed"])
+        #expect(f.server.requests(to: "/second.bin").isEmpty)
+        await run.manager.waitUntilIdle()
+        await run.stop()
+    }
+
+    /// A download another process paused after this one queued it is skipped, even when the pause
+    /// lands after the queue's own check (the transfer re-reads the record under the lock).
+    @Test func aQueuedTransferLeavesARecordPausedElsewhereAlone() async throws {
+        var f = try await ManagerFixture.make()
+        defer { f.stop() }
+        f.serve("/late.bin", size: 1_000)
+        var configuration = f.configuration
+        configuration.queue.maxConcurrentDownloads = 1
+        let store = InMemoryDownloadStore()
+        let manager = try DownloadManager(configuration: configuration, store: store)
+        let events = ManagerEventLog(manager.events())
+        // Queued before run() starts, then paused in the store as another process would.
+        let id = try await manager.add(f.request("/late.bin"))
+        var record = try #require(try store.record(id: id))
+        record.state = .paused
+        try store.save(record)
+        let runner = Task { await manager.run() }
+        #expect(await events.wait { $0.contains { $0.isTerminal && $0.download.id == id } })
+        #expect(events.terminal(id).map(\.caseName) == ["paused"])
+        #expect(f.server.requests(to: "/late.bin").isEmpty)
+        #expect(try store.record(id: id)?.state == .paused)
+        try await manager.shutdown()
+        await runner.value
+    }
+
     @Test func waitingDownloadsHoldNoFilesOrConnections() async throws {
         var f = try await ManagerFixture.make()
         defer { f.stop() }

@@ -72,10 +72,10 @@ struct EventHubTests {
             }
             return seen
         }
-        for bytes in [10, 20, 30] {
-            // Give the reader time to wait: nothing to merge then.
-            try? await Task.sleep(for: .milliseconds(20))
-            hub.publish(.progress(Self.download("a", bytes: bytes)))
+        for (id, bytes) in [("a", 10), ("b", 20), ("c", 30)] {
+            // Distinct downloads: nothing merges, however the reader and the publisher interleave.
+            try? await Task.sleep(for: .milliseconds(5))
+            hub.publish(.progress(Self.download(id, bytes: bytes)))
         }
         #expect(await reader.value.count == 3)
     }
@@ -112,6 +112,39 @@ struct EventHubTests {
         #expect(await reader.value == 0)
         // Publishing to a cancelled subscriber is harmless.
         hub.publish(.added(Self.download("a")))
+    }
+
+    @Test func mergingKeepsWorkingAfterReadsShiftTheBuffer() async {
+        let hub = EventHub()
+        let stream = hub.subscribe()
+        var iterator = stream.makeAsyncIterator()
+        hub.publish(.started(Self.download("a")))
+        hub.publish(.progress(Self.download("a", bytes: 1)))
+        hub.publish(.progress(Self.download("b", bytes: 1)))
+        #expect(await iterator.next().map(Self.describe) == "started a")
+        // "progress a 1" is now first in the buffer; these replace it and "progress b 1" in place.
+        hub.publish(.progress(Self.download("a", bytes: 2)))
+        hub.publish(.progress(Self.download("b", bytes: 2)))
+        #expect(await iterator.next().map(Self.describe) == "progress a 2")
+        hub.publish(.notice(Self.download("a"), "n"))
+        hub.publish(.progress(Self.download("b", bytes: 3)))
+        hub.publish(.progress(Self.download("a", bytes: 3)))
+        hub.publish(.progress(Self.download("a", bytes: 4)))
+        hub.finish()
+        var rest: [String] = []
+        while let event = await iterator.next() { rest.append(Self.describe(event)) }
+        #expect(rest == ["progress b 3", "notice a n", "progress a 4"])
+    }
+
+    @Test func leavingTheLoopEndsTheSubscription() async {
+        let hub = EventHub()
+        do {
+            let stream = hub.subscribe()
+            hub.publish(.added(Self.download("a")))
+            for await _ in stream { break }
+        }
+        #expect(hub.subscriberCount == 0)
+        hub.publish(.added(Self.download("b")))
     }
 
     @Test func theBufferHoldsOneProgressEventPerDownload() {

@@ -96,7 +96,7 @@ final class ManagerEventLog: Sendable {
 
     private let state: NIOLockedValueBox<State>
 
-    init(_ stream: AsyncStream<DownloadEvent>) {
+    init(_ stream: DownloadEvents) {
         let state = NIOLockedValueBox(State())
         self.state = state
         Task {
