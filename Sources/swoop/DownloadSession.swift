@@ -144,7 +144,10 @@ struct DownloadSession {
             } else {
                 console.error("\(failures.count) of \(total) downloads failed:")
                 for failure in failures {
-                    console.error("  \(failure.download.url): \(failure.error.message)")
+                    // Messages name their URL; the few that name a path instead get the URL first.
+                    let url = failure.download.url
+                    let message = failure.error.message
+                    console.error("  " + (url.isEmpty || message.contains(url) ? message : "\(url): \(message)"))
                 }
             }
         }

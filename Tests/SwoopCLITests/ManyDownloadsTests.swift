@@ -143,7 +143,7 @@ struct ManyDownloadsTests {
         #expect(Array(result.stderrLines.suffix(3)) == [
             "swoop: error: HTTP 404 Not Found from \(missing)",
             "swoop: error: 1 of 3 downloads failed:",
-            "swoop: error:   \(missing): HTTP 404 Not Found from \(missing)",
+            "swoop: error:   HTTP 404 Not Found from \(missing)",
         ])
     }
 
