@@ -169,6 +169,14 @@ enum FileSystem {
         return lstat(path, &info) == 0
     }
 
+    /// Whether both paths name the same file (hard links of one inode).
+    static func isSameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard lstat(a, &first) == 0, lstat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
     /// Size and modification time, or `nil` when the file is missing.
     static func sizeAndModified(_ path: String) -> (size: Int, modified: Double)? {
         var info = stat()

@@ -153,6 +153,11 @@ final class Transfer {
     /// vouch for.
     private func reopenPartFile() throws {
         guard let partPath = record.partPath, let finalPath = record.destinationPath else { return }
+        if FileSystem.isSameFile(partPath, finalPath) {
+            // The process died between the `link` that published the file and the `unlink` of its
+            // part name: finish that step.
+            unlink(partPath)
+        }
         if !FileSystem.exists(partPath), let total = record.totalBytes, record.committedBytes == total,
             FileSystem.sizeAndModified(finalPath)?.size == total
         {
@@ -368,7 +373,10 @@ final class Transfer {
             // someone else: reusing it could splice two downloads.
             let claimedBy = try storeCall { try store.unfinished(directory: request.directory, fileName: name) }
             let isFree = claimedBy == nil || claimedBy?.id == record.id
-            let file = isFree ? try PartFile.open(partPath, exclusive: true) : nil
+            var file = isFree ? try PartFile.open(partPath, exclusive: true) : nil
+            if file == nil, isFree {
+                file = Self.adoptEmptyLeftover(partPath)
+            }
             guard let file else {
                 if request.collisionPolicy == .rename { continue }
                 let owner = claimedBy.map { " by the download of \($0.url)" } ?? ""
@@ -379,6 +387,14 @@ final class Transfer {
             return
         }
         throw SwoopError(.destinationExists, "no free file name for \(base) in \(request.directory)")
+    }
+
+    /// A part file that exists empty, unlocked and claimed by no record is what a process killed
+    /// between creating it and recording its name leaves (bytes are written only after the name is
+    /// recorded): taking it loses nothing. One with bytes, or locked by a live process, is left alone.
+    private static func adoptEmptyLeftover(_ path: String) -> PartFile? {
+        guard let file = try? PartFile.open(path, exclusive: false) else { return nil }
+        return (try? file.size()) == 0 ? file : nil
     }
 
     private func stream(_ body: HTTPClientResponse.Body) async throws {

@@ -88,6 +88,42 @@ struct PoliciesTests {
         #expect(try store.all().first?.state == .completed)
     }
 
+    /// Killed between the `link` that published the file and the `unlink` of the part name: both
+    /// names exist for one file; the rerun finishes the step and reports the file complete.
+    @Test func aCrashBetweenLinkAndUnlinkIsRecognisedAsComplete() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let body = f.serve("/l.bin", size: 5000)
+        let store = try f.interrupted("/l.bin", total: body.count, committed: body.count, synced: body.count, partFile: body)
+        try FileManager.default.linkItem(atPath: f.path("l.bin.swoop"), toPath: f.path("l.bin"))
+        let outcome = try await f.download(try f.request("/l.bin"), store: store).result.get()
+        guard case .alreadyComplete = outcome else { Issue.record("expected already complete, got \(outcome)"); return }
+        #expect(f.server.requests.isEmpty)
+        #expect(f.files() == ["l.bin"])
+        #expect(sha256(file: f.path("l.bin")) == sha256(body))
+    }
+
+    /// A process killed between creating the part file and recording its name leaves an empty,
+    /// unclaimed part file: the rerun takes it (not `name.1.ext`). A part file with bytes that no
+    /// record owns is someone's data: it is left alone and the download picks another name.
+    @Test func anEmptyLeftoverPartFileIsTakenOneWithBytesIsLeftAlone() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let body = f.serve("/left.bin", size: 50_000)
+        FileManager.default.createFile(atPath: f.path("left.bin.swoop"), contents: Data())
+        let (result, _) = await f.download(try f.request("/left.bin"))
+        #expect(try result.get().download.destination == f.path("left.bin"))
+        #expect(sha256(file: f.path("left.bin")) == sha256(body))
+        #expect(f.files() == ["left.bin"])
+
+        let other = f.serve("/kept.bin", size: 50_000, seed: 2)
+        FileManager.default.createFile(atPath: f.path("kept.bin.swoop"), contents: Data("someone's bytes".utf8))
+        let (second, _) = await f.download(try f.request("/kept.bin"))
+        #expect(try second.get().download.destination == f.path("kept.1.bin"))
+        #expect(sha256(file: f.path("kept.1.bin")) == sha256(other))
+        #expect(FileManager.default.contents(atPath: f.path("kept.bin.swoop")) == Data("someone's bytes".utf8))
+    }
+
     @Test func overwritePolicyReplaces() async throws {
         let f = try await Fixture.make()
         defer { f.stop() }
