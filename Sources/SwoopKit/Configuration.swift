@@ -76,7 +76,20 @@ public struct Configuration: Sendable {
         public init() {}
     }
 
+    /// Downloading one file over several connections.
+    public struct Segments: Sendable, Hashable {
+        /// The most connections for one file (`-x`). 1, the default, downloads front to back over one
+        /// connection, as curl and aria2 do by default; more splits a file whose server supports
+        /// ranges and says its length and a validator.
+        public var maxConnections: Int = 1
+        /// No segment is smaller than this: a file under twice this size keeps one connection, and a
+        /// connection takes over half of another's range only when that half is at least this big.
+        public var minSplitSize: Int = 8 << 20
+        public init() {}
+    }
+
     public var queue = Queue()
+    public var segments = Segments()
     public var history = History()
     public var retry = Retry()
     public var timeouts = Timeouts()

@@ -56,6 +56,8 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
     public var error: String?
     /// Higher runs first when waiting.
     public var priority: Int
+    /// Connections transferring now (more than one for a download split into segments).
+    public var connections: Int
 
     /// The fraction done in 0...1, or `nil` when the length is unknown.
     public var fractionCompleted: Double? {
@@ -66,7 +68,7 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
     /// Creates a snapshot.
     public init(
         id: ID, url: String, destination: String?, state: State, totalBytes: Int?, completedBytes: Int,
-        bytesPerSecond: Double = 0, error: String? = nil, priority: Int = 0
+        bytesPerSecond: Double = 0, error: String? = nil, priority: Int = 0, connections: Int = 0
     ) {
         self.id = id
         self.url = url
@@ -77,6 +79,7 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
         self.bytesPerSecond = bytesPerSecond
         self.error = error
         self.priority = priority
+        self.connections = connections
     }
 }
 

@@ -50,6 +50,9 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
     public var position: Int
     /// The speed at the last checkpoint, for readers in other processes (`swoop ls`); 0 when not active.
     public var bytesPerSecond: Double
+    /// The byte ranges of a download over several connections, with their progress; `nil` for a
+    /// download written front to back by one connection (then `committedBytes` says how far).
+    public var segments: [Segment]?
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -74,6 +77,7 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
         self.priority = 0
         self.position = 0
         self.bytesPerSecond = 0
+        self.segments = nil
         self.createdAt = now
         self.updatedAt = now
     }
@@ -144,6 +148,8 @@ public protocol DownloadStore: Sendable {
     func save(contentsOf records: [DownloadRecord]) throws
     /// Records progress: the hot path.
     func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws
+    /// Records the progress of a download over several connections: its segments and their sums.
+    func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws
     /// Every record, in queue order (priority, then position, then age).
     func all() throws -> [DownloadRecord]
     /// Deletes a record.
@@ -155,6 +161,16 @@ public protocol DownloadStore: Sendable {
 }
 
 extension DownloadStore {
+    public func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
+        guard var record = try record(id: id) else { return }
+        record.segments = segments
+        record.committedBytes = segments.reduce(0) { $0 + $1.written }
+        record.syncedBytes = segments.reduce(0) { $0 + $1.synced }
+        record.bootID = bootID
+        record.bytesPerSecond = bytesPerSecond
+        try save(record, durable: false)
+    }
+
     public func save(_ record: DownloadRecord, durable: Bool) throws {
         try save(record)
     }

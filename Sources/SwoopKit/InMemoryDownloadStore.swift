@@ -53,6 +53,17 @@ public final class InMemoryDownloadStore: DownloadStore {
         }
     }
 
+    public func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
+        records.withLockedValue { records in
+            records[id]?.segments = segments
+            records[id]?.committedBytes = segments.reduce(0) { $0 + $1.written }
+            records[id]?.syncedBytes = segments.reduce(0) { $0 + $1.synced }
+            records[id]?.bootID = bootID
+            records[id]?.bytesPerSecond = bytesPerSecond
+            records[id]?.updatedAt = Date()
+        }
+    }
+
     public func all() throws -> [DownloadRecord] {
         records.withLockedValue { records in
             records.values.sorted { a, b in

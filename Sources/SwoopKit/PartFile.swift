@@ -117,6 +117,28 @@ final class PartFile: Sendable {
         }
     }
 
+    /// Starts an `fdatasync` on a background queue unless one is running, and calls `then` when it
+    /// succeeds (for callers that track what a flush covers themselves, like segmented downloads).
+    /// Returns whether a flush was started.
+    @discardableResult
+    func syncInBackground(then: @escaping @Sendable () -> Void) -> Bool {
+        let start = sync.withLockedValue { state -> Bool in
+            guard !state.inFlight else { return false }
+            state.inFlight = true
+            return true
+        }
+        guard start else { return false }
+        syncQueue.async { [fd, sync] in
+            let failed = fdatasync(fd) != 0 ? errno : nil
+            sync.withLockedValue { state in
+                state.inFlight = false
+                if let failed { state.error = failed }
+            }
+            if failed == nil { then() }
+        }
+        return true
+    }
+
     /// The `errno` of a background flush that failed, if one did.
     var syncFailure: Int32? { sync.withLockedValue { $0.error } }
 

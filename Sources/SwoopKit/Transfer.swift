@@ -48,6 +48,10 @@ final class Transfer {
     private var checkpointedBytes = 0
     /// Bytes written by this transfer in all attempts (a retry's progress test).
     private var bytesWritten = 0
+    /// The connections of a download split into segments, while they run.
+    private var segmented: SegmentedTransfer?
+    /// The server refused the `bytes=0-` probe (an empty file answers 416): ask plainly.
+    private var probeRefused = false
 
     private static let maxRestarts = 3
 
@@ -166,6 +170,9 @@ final class Transfer {
             try transition(.start)
             return try recordCompleted(finalPath: finalPath)
         }
+        if let segments = record.segments {
+            return try reopenSegments(segments, partPath: partPath)
+        }
         guard let file = try PartFile.open(partPath, exclusive: false) else { return }
         let trusted = record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
         try file.truncate(to: trusted)
@@ -173,6 +180,27 @@ final class Transfer {
         part = file
         offset = trusted
         try checkpoint(force: true)
+    }
+
+    /// Reopens a download split into segments. Its part file has holes, so its length says nothing:
+    /// each segment's recorded progress is trusted in the same boot, its flushed progress after a
+    /// reboot. Segments that do not add up to the file, or a missing part file, start it over.
+    private func reopenSegments(_ segments: [Segment], partPath: String) throws {
+        let plan = record.totalBytes.map { SegmentPlan(total: $0, segments: segments) }
+        guard let plan, plan.isConsistent, FileSystem.exists(partPath),
+            let file = try PartFile.open(partPath, exclusive: false)
+        else {
+            emit(.notice(snapshot(), "the saved segments of \(record.url) cannot be trusted; starting over"))
+            if FileSystem.exists(partPath), let file = try? PartFile.open(partPath, exclusive: false) { part = file }
+            return try resetToZero()
+        }
+        let trusted = plan.trusted(sameBoot: record.bootID == bootID)
+        part = file
+        record.segments = trusted.segments
+        offset = trusted.completedBytes
+        record.committedBytes = offset
+        record.syncedBytes = trusted.syncedBytes
+        try storeCall { try store.save(record) }
     }
 
     private func transferWithRetries() async throws -> Download {
@@ -226,6 +254,25 @@ final class Transfer {
     }
 
     private func saveProgress(error: SwoopError?) throws {
+        if let segmented {
+            // Every segment's progress, after one more flush (or, if that fails, only what was flushed).
+            if let part, (try? part.syncNow(upTo: 0)) != nil {
+                var plan = segmented.plan
+                plan.recordSynced(Dictionary(uniqueKeysWithValues: plan.segments.map { ($0.start, $0.written) }))
+                record.segments = plan.segments
+            } else {
+                segmented.distrustUnflushed()
+                record.segments = segmented.plan.segments
+            }
+            offset = segmented.plan.completedBytes
+            record.committedBytes = offset
+            record.syncedBytes = segmented.plan.syncedBytes
+            record.bootID = recordedBootID
+            record.bytesPerSecond = 0
+            record.lastError = error?.message
+            record.updatedAt = Date()
+            return try storeCall { try store.save(record) }
+        }
         if let part {
             if (try? part.syncNow(upTo: offset)) == nil {
                 distrustUnflushed(part)
@@ -245,10 +292,21 @@ final class Transfer {
     /// One request. Returns `true` when the part file holds the whole file, `false` to go again at
     /// once (after a restart from zero).
     private func attempt() async throws -> Bool {
+        if let segments = record.segments, let total = record.totalBytes, part != nil {
+            // A download already split into segments continues on all its connections at once.
+            emit(.started(snapshot()))
+            return try await runSegments(SegmentPlan(total: total, segments: segments), first: nil)
+        }
         var saved = SavedRepresentation(
             offset: offset, totalBytes: record.totalBytes, etag: record.etag, lastModified: record.lastModified
         )
         var rangeHeaders = ResumeDecision.rangeHeaders(for: saved)
+        let probing = offset == 0 && rangeHeaders?.isEmpty == true && configuration.segments.maxConnections > 1 && !probeRefused
+        if probing {
+            // A bounded first range tells whether the server honours ranges (206) and the length,
+            // without pulling more than one segment's worth down this connection.
+            rangeHeaders = [("Range", "bytes=0-\(configuration.segments.minSplitSize - 1)")]
+        }
         if rangeHeaders == nil {
             emit(.notice(snapshot(), "cannot validate the saved bytes of \(record.url) (no ETag, Last-Modified or length); starting over"))
             try resetToZero()
@@ -263,6 +321,10 @@ final class Transfer {
             contentRange: response.headers.first(name: "Content-Range")
         )
         switch ResumeDecision.decide(head, saved: saved) {
+        case .status(416) where probing:
+            await Self.discard(response.body)
+            probeRefused = true
+            return false
         case .status(let status):
             throw await statusError(status, response: response)
         case .complete:
@@ -292,14 +354,83 @@ final class Transfer {
             record.lastError = nil
             offset = start
             // The validators reach the store before the first byte of this representation reaches the file.
+            if let plan = splitPlan(start: start, total: total, status: head.status) {
+                record.segments = plan.segments
+                try saveProgress(error: nil)
+                emit(.started(snapshot()))
+                return try await runSegments(plan, first: response.body)
+            }
             try saveProgress(error: nil)
             emit(.started(snapshot()))
             try await stream(response.body)
+            if probing, let total, offset < total, let range = head.contentRange.flatMap(ContentRange.init(parsing:)),
+                offset == range.end + 1
+            {
+                // The bounded probe ended where it should and no split applies: go on from here.
+                return false
+            }
             if let total, offset < total {
                 throw SwoopError(.network, "connection closed early: got \(offset) of \(total) bytes from \(record.url)", isRetryable: true)
             }
             return true
         }
+    }
+
+    // MARK: - Segments
+
+    /// The split of a fresh download over several connections, when it applies: more than one
+    /// connection allowed, a `206` to the probe (ranges work), a known length of at least two
+    /// minimum segments, and a validator that every segment's answer can be checked against.
+    /// Otherwise `nil`: one connection, silently.
+    private func splitPlan(start: Int, total: Int?, status: Int) -> SegmentPlan? {
+        let settings = configuration.segments
+        guard settings.maxConnections > 1, start == 0, status == 206, let total, total >= 2 * settings.minSplitSize,
+            record.etag.map({ !$0.hasPrefix("W/") }) == true || record.lastModified != nil
+        else { return nil }
+        let plan = SegmentPlan.initial(total: total, connections: settings.maxConnections, minSplitSize: settings.minSplitSize)
+        return plan.segments.count > 1 ? plan : nil
+    }
+
+    /// Runs the segments to the end. A representation change restarts the download from zero (and
+    /// returns `false` to go again); anything else ends as the connections' error.
+    private func runSegments(_ plan: SegmentPlan, first: HTTPClientResponse.Body?) async throws -> Bool {
+        guard let part else { throw SwoopError(.fileSystem, "no part file open for \(record.url)") }
+        let emit = self.emit
+        let base = snapshot()
+        let engine = SegmentedTransfer(
+            plan: plan,
+            context: .init(
+                client: client, configuration: configuration, logger: logger, url: request.url,
+                headers: configuration.headers + request.headers, part: part, store: store, recordID: record.id,
+                bootID: recordedBootID,
+                saved: SavedRepresentation(offset: 0, totalBytes: plan.total, etag: record.etag, lastModified: record.lastModified),
+                progress: { done, speed, connections in
+                    var download = base
+                    download.completedBytes = done
+                    download.bytesPerSecond = speed
+                    download.connections = connections
+                    emit(.progress(download))
+                }
+            )
+        )
+        segmented = engine
+        let before = plan.completedBytes
+        do {
+            try await engine.run(connections: configuration.segments.maxConnections, first: first)
+        } catch let change as SegmentRestart {
+            bytesWritten += engine.plan.completedBytes - before
+            try restart(because: change.reason)
+            return false
+        } catch {
+            bytesWritten += engine.plan.completedBytes - before
+            record.segments = engine.plan.segments
+            throw error
+        }
+        bytesWritten += engine.plan.completedBytes - before
+        offset = plan.total
+        record.segments = engine.plan.segments
+        segmented = nil
+        return true
     }
 
     private func restart(because reason: String) throws {
@@ -313,6 +444,8 @@ final class Transfer {
 
     private func resetToZero() throws {
         offset = 0
+        segmented = nil
+        record.segments = nil
         record.totalBytes = nil
         record.etag = nil
         record.lastModified = nil
@@ -494,6 +627,7 @@ final class Transfer {
     private func recordCompleted(finalPath: String) throws {
         let stat = FileSystem.sizeAndModified(finalPath)
         try transition(.complete)
+        record.segments = nil
         record.committedBytes = offset
         record.syncedBytes = offset
         record.finalSize = stat?.size ?? offset

@@ -90,6 +90,11 @@ public final class SQLiteDownloadStore: DownloadStore {
             try db.create(index: "download_queue", on: "download", columns: ["priority", "position"])
             try db.create(index: "download_file", on: "download", columns: ["directory", "fileName"])
         }
+        migrator.registerMigration("v3: segments") { db in
+            try db.alter(table: "download") { t in
+                t.add(column: "segments", .text)
+            }
+        }
         return migrator
     }
 
@@ -174,6 +179,20 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
+    /// A segmented download's checkpoint: its segments as JSON and their sums, in one statement.
+    public func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
+        let json = Row.encode(segments)
+        try write { db in
+            let statement = try db.cachedStatement(
+                sql: "UPDATE download SET segments = ?, committedBytes = ?, syncedBytes = ?, bootID = ?, bytesPerSecond = ?, updatedAt = ? WHERE id = ?"
+            )
+            try statement.execute(arguments: [
+                json, segments.reduce(0) { $0 + $1.written }, segments.reduce(0) { $0 + $1.synced }, bootID, bytesPerSecond,
+                Date().timeIntervalSince1970, id.rawValue,
+            ])
+        }
+    }
+
     public func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws {
         try write { db in
             let statement = try db.cachedStatement(
@@ -246,13 +265,18 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     var priority: Int
     var position: Int
     var bytesPerSecond: Double
+    var segments: String?
     var createdAt: Double
     var updatedAt: Double
+
+    static func encode(_ segments: [Segment]) -> String? {
+        (try? encoder.encode(segments)).flatMap { String(data: $0, encoding: .utf8) }
+    }
 
     static let columns = [
         "id", "url", "directory", "requestedName", "fileName", "state", "totalBytes", "committedBytes", "syncedBytes",
         "bootID", "etag", "lastModified", "finalSize", "finalModified", "checksum", "lastError", "headers",
-        "collisionPolicy", "priority", "position", "bytesPerSecond", "createdAt", "updatedAt",
+        "collisionPolicy", "priority", "position", "bytesPerSecond", "segments", "createdAt", "updatedAt",
     ]
 
     /// Insert or update by id. Another record with the same (url, directory, requestedName) is a
@@ -266,7 +290,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         [
             id, url, directory, requestedName, fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag,
             lastModified, finalSize, finalModified, checksum, lastError, headers, collisionPolicy, priority, position,
-            bytesPerSecond, createdAt, updatedAt,
+            bytesPerSecond, segments, createdAt, updatedAt,
         ]
     }
 
@@ -296,6 +320,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         priority = r.priority
         position = r.position
         bytesPerSecond = r.bytesPerSecond
+        segments = r.segments.flatMap(Self.encode)
         createdAt = r.createdAt.timeIntervalSince1970
         updatedAt = r.updatedAt.timeIntervalSince1970
     }
@@ -320,6 +345,8 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         r.priority = priority
         r.position = position
         r.bytesPerSecond = bytesPerSecond
+        // Segments that cannot be read are not trusted: the download starts over, never splices.
+        r.segments = segments.flatMap { try? Self.decoder.decode([Segment].self, from: Data($0.utf8)) }
         r.updatedAt = Date(timeIntervalSince1970: updatedAt)
         return r
     }

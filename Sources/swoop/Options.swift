@@ -44,6 +44,12 @@ struct TransferOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Most downloads from one host at once (default: no limit).", valueName: "n"))
     var maxPerHost: Int?
 
+    @Option(name: [.customShort("x"), .customLong("connections")], help: "Connections per file (default 1); a file splits only if the server supports ranges.")
+    var connections: Int = 1
+
+    @Option(help: ArgumentHelp("Smallest segment when a file is split (default 8M; K, M, G suffixes).", valueName: "size"))
+    var minSplitSize: String?
+
     @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("Extra request header.", valueName: "name: value"))
     var headers: [String] = []
 
@@ -86,6 +92,12 @@ struct TransferOptions: ParsableArguments {
             throw ValidationError("--max-per-host must be between 1 and 10000")
         }
         guard (0...1000).contains(retries) else { throw ValidationError("--retries must be between 0 and 1000") }
+        guard (1...64).contains(connections) else { throw ValidationError("-x/--connections must be between 1 and 64") }
+        if let minSplitSize {
+            guard let bytes = ByteFormatting.parseSize(minSplitSize), bytes >= 1 << 10 else {
+                throw ValidationError("--min-split-size must be a size of at least 1K, like 1M or 20M (got '\(minSplitSize)')")
+            }
+        }
         if let keepFinished, keepFinished < 0 { throw ValidationError("--keep-finished must be 0 or more") }
         if let keepDays, !(keepDays >= 0 && keepDays <= 1_000_000) { throw ValidationError("--keep-days must be between 0 and 1000000") }
         guard (0...100).contains(maxRedirects) else { throw ValidationError("--max-redirects must be between 0 and 100") }
@@ -107,6 +119,8 @@ struct TransferOptions: ParsableArguments {
         configuration.history.maxAge = keepDays.map { .milliseconds(Int64($0 * 86_400_000)) }
         configuration.queue.maxConcurrentDownloads = maxConcurrent
         configuration.queue.maxPerHost = maxPerHost
+        configuration.segments.maxConnections = connections
+        if let size = minSplitSize.flatMap(ByteFormatting.parseSize) { configuration.segments.minSplitSize = size }
         configuration.retry.maxRetries = retries
         configuration.retry.baseDelay = .milliseconds(Int64(retryWait * 1000))
         configuration.timeouts.connect = .milliseconds(Int64(connectTimeout * 1000))

@@ -1,0 +1,119 @@
+import Testing
+
+@testable import SwoopKit
+
+@Suite("SegmentPlan: splitting a file over connections")
+struct SegmentPlanTests {
+    static func ranges(_ plan: SegmentPlan) -> [[Int]] {
+        plan.segments.map { [$0.start, $0.end, $0.written] }
+    }
+
+    @Test(arguments: [
+        // total, connections, min split → segment boundaries
+        (100, 4, 10, [[0, 25, 0], [25, 50, 0], [50, 75, 0], [75, 100, 0]]),
+        (100, 3, 10, [[0, 33, 0], [33, 66, 0], [66, 100, 0]]),
+        (100, 8, 30, [[0, 33, 0], [33, 66, 0], [66, 100, 0]]),
+        (100, 8, 60, [[0, 100, 0]]),
+        (100, 1, 1, [[0, 100, 0]]),
+        (5, 4, 1, [[0, 1, 0], [1, 2, 0], [2, 3, 0], [3, 5, 0]]),
+        (0, 4, 1, [[0, 0, 0]]),
+    ])
+    func initialSplit(total: Int, connections: Int, minSplit: Int, expected: [[Int]]) {
+        let plan = SegmentPlan.initial(total: total, connections: connections, minSplitSize: minSplit)
+        #expect(Self.ranges(plan) == expected)
+        #expect(plan.isConsistent)
+    }
+
+    @Test func claimingGivesFreeSegmentsInOrder() {
+        var plan = SegmentPlan.initial(total: 100, connections: 4, minSplitSize: 10)
+        #expect(plan.unclaimed(busy: [])?.start == 0)
+        #expect(plan.unclaimed(busy: [0, 25])?.start == 50)
+        plan.recordWrite(segmentAt: 50, bytes: 25)
+        #expect(plan.unclaimed(busy: [0, 25])?.start == 75)
+        #expect(plan.unclaimed(busy: [0, 25, 75]) == nil)
+    }
+
+    @Test func stealingTakesHalfOfTheLargestRemainderBeyondWhatIsReserved() throws {
+        var plan = SegmentPlan.initial(total: 100, connections: 2, minSplitSize: 10)
+        plan.recordWrite(segmentAt: 0, bytes: 40)   // [0,50): 10 left
+        plan.recordWrite(segmentAt: 50, bytes: 10)  // [50,100): 40 left, 8 more reserved
+        let taken = plan.steal(busy: [0, 50], reservedUpTo: [50: 68], minSplitSize: 10)
+        let stolen = try #require(taken)
+        // From 68, 32 left: the thief takes [84, 100).
+        #expect(stolen == Segment(start: 84, end: 100))
+        #expect(Self.ranges(plan) == [[0, 50, 40], [50, 84, 10], [84, 100, 0]])
+        #expect(plan.isConsistent)
+        // Halves smaller than the minimum are not worth a connection.
+        let tooSmall = plan.steal(busy: [0, 50, 84], reservedUpTo: [50: 68], minSplitSize: 10)
+        #expect(tooSmall == nil)
+        // Idle segments are claimed, not stolen.
+        let idle = plan.steal(busy: [], reservedUpTo: [:], minSplitSize: 1)
+        #expect(idle == nil)
+    }
+
+    @Test func writesAreCappedAtTheSegmentEndAndSyncsAtWhatWasWritten() {
+        var plan = SegmentPlan.initial(total: 100, connections: 2, minSplitSize: 10)
+        plan.recordWrite(segmentAt: 0, bytes: 70)
+        plan.recordWrite(segmentAt: 50, bytes: 20)
+        #expect(plan.segment(at: 0)?.written == 50)
+        #expect(plan.completedBytes == 70)
+        plan.recordSynced([0: 30, 50: 99])
+        #expect(plan.segment(at: 0)?.synced == 30)
+        #expect(plan.segment(at: 50)?.synced == 20)
+        #expect(plan.syncedBytes == 50)
+        #expect(!plan.isComplete)
+        plan.recordWrite(segmentAt: 50, bytes: 30)
+        #expect(plan.isComplete)
+    }
+
+    @Test func afterARebootOnlyFlushedBytesAreTrusted() {
+        var plan = SegmentPlan.initial(total: 100, connections: 2, minSplitSize: 10)
+        plan.recordWrite(segmentAt: 0, bytes: 40)
+        plan.recordWrite(segmentAt: 50, bytes: 30)
+        plan.recordSynced([0: 10, 50: 30])
+        #expect(plan.trusted(sameBoot: true).completedBytes == 70)
+        let rebooted = plan.trusted(sameBoot: false)
+        #expect(rebooted.segments.map(\.written) == [10, 30])
+        #expect(rebooted.isConsistent)
+    }
+
+    @Test(arguments: [
+        [Segment(start: 0, end: 50), Segment(start: 60, end: 100)],           // gap
+        [Segment(start: 0, end: 60), Segment(start: 50, end: 100)],           // overlap
+        [Segment(start: 0, end: 50), Segment(start: 50, end: 90)],            // short
+        [Segment(start: 0, end: 50, written: 51), Segment(start: 50, end: 100)],  // overfull
+        [Segment(start: 0, end: 50, written: 10, synced: 20), Segment(start: 50, end: 100)],  // synced > written
+        [Segment(start: 0, end: 100, written: -1)],
+    ])
+    func inconsistentSavedSegmentsAreRejected(_ segments: [Segment]) {
+        #expect(!SegmentPlan(total: 100, segments: segments).isConsistent)
+    }
+
+    @Test(arguments: [2, 3, 5, 8, 16])
+    func stealingUntilDoneKeepsTheCoverExact(connections: Int) {
+        // Simulate connections that write at different speeds and steal when idle.
+        var plan = SegmentPlan.initial(total: 10_000, connections: connections, minSplitSize: 50)
+        var owner: [Int: Int] = [:]   // connection → segment start
+        var rounds = 0
+        while !plan.isComplete && rounds < 10_000 {
+            rounds += 1
+            for connection in 0..<connections {
+                if let start = owner[connection], let segment = plan.segment(at: start), !segment.isFinished {
+                    plan.recordWrite(segmentAt: start, bytes: connection == 0 ? 1 : 17)
+                    continue
+                }
+                owner[connection] = nil
+                let busy = Set(owner.values)
+                if let free = plan.unclaimed(busy: busy) {
+                    owner[connection] = free.start
+                } else if let stolen = plan.steal(busy: busy, reservedUpTo: [:], minSplitSize: 50) {
+                    owner[connection] = stolen.start
+                }
+            }
+            #expect(plan.isConsistent)
+        }
+        #expect(plan.isComplete)
+        // The slow connection (1 byte a round) did not hold up the end.
+        #expect(rounds < 10_000 / connections)
+    }
+}
