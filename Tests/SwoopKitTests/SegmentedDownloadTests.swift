@@ -1,0 +1,148 @@
+import Foundation
+import SwoopTesting
+import Testing
+
+@testable import SwoopKit
+
+/// One file over several connections, against the test server.
+@Suite("Segmented downloads", .serialized, .timeLimit(.minutes(1)))
+struct SegmentedDownloadTests {
+    /// A fixture whose downloads split into `connections` segments of at least `minSplit` bytes.
+    static func fixture(connections: Int = 4, minSplit: Int = 256 << 10) async throws -> Fixture {
+        var f = try await Fixture.make()
+        f.configuration.segments.maxConnections = connections
+        f.configuration.segments.minSplitSize = minSplit
+        return f
+    }
+
+    static func ranges(_ requests: [RecordedRequest]) -> [String] {
+        requests.compactMap { $0.header("Range") }
+    }
+
+    @Test func aFileSplitsOverTheConnectionsAndIsByteExact() async throws {
+        let f = try await Self.fixture()
+        defer { f.stop() }
+        let body = f.serve("/s.bin", size: 4 << 20)
+        f.server.setDefault("/s.bin", .throttle(bytesPerSecond: 8 << 20))
+        let (result, events) = await f.download(try f.request("/s.bin"))
+        let download = try result.get().download
+        #expect(sha256(file: f.path("s.bin")) == sha256(body))
+        #expect(download.completedBytes == 4 << 20)
+        let requests = f.server.requests(to: "/s.bin")
+        // The probe asks for the first minimum segment; then each connection asks for its own range
+        // with the validator.
+        #expect(requests.first?.header("Range") == "bytes=0-262143")
+        #expect(requests.count >= 4)
+        #expect(requests.dropFirst().allSatisfy { $0.header("If-Range") == "\"v1\"" && $0.header("Range") != nil })
+        #expect(Set(Self.ranges(Array(requests.dropFirst()))).isSuperset(of: ["bytes=1048576-2097151", "bytes=2097152-3145727", "bytes=3145728-4194303"]))
+        #expect(f.server.maxConcurrentResponses >= 3)
+        // Progress reported the live connections.
+        #expect(events.contains { if case .progress(let d) = $0 { return d.connections > 1 } else { return false } })
+        #expect(f.files() == ["s.bin"])
+    }
+
+    @Test func aSlowConnectionDoesNotHoldUpTheEnd() async throws {
+        let f = try await Self.fixture(connections: 2, minSplit: 128 << 10)
+        defer { f.stop() }
+        let body = f.serve("/slow.bin", size: 2 << 20)
+        // The probe is fast, the second connection crawls, every later request is fast: the first
+        // connection must take over most of the second's range.
+        f.server.enqueue("/slow.bin", .normal, .throttle(bytesPerSecond: 64 << 10))
+        let began = ContinuousClock.now
+        let (result, _) = await f.download(try f.request("/slow.bin"))
+        _ = try result.get()
+        #expect(sha256(file: f.path("slow.bin")) == sha256(body))
+        // At 64 KiB/s the second connection alone would need 16 s for its megabyte.
+        #expect(ContinuousClock.now - began < .seconds(12))
+        #expect(f.server.requests(to: "/slow.bin").count >= 3)
+    }
+
+    @Test func aConnectionThatFailsIsRetriedFromWhereItStopped() async throws {
+        let f = try await Self.fixture(connections: 2, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = f.serve("/cut.bin", size: 1 << 20)
+        f.server.enqueue("/cut.bin", .normal, .cutAfter(bytes: 100_000))
+        let (result, _) = await f.download(try f.request("/cut.bin"))
+        _ = try result.get()
+        #expect(sha256(file: f.path("cut.bin")) == sha256(body))
+        let ranges = Self.ranges(f.server.requests(to: "/cut.bin"))
+        #expect(ranges.contains("bytes=\(524_288 + 100_000)-1048575"), "\(ranges)")
+    }
+
+    @Test func aChangeMidWayRestartsEverythingNeverAMixedFile() async throws {
+        let f = try await Self.fixture(connections: 2, minSplit: 256 << 10)
+        defer { f.stop() }
+        _ = f.serve("/change.bin", size: 1 << 20)
+        let newBody = Resource.random(size: 1 << 20, seed: 99)
+        // The second connection's request finds a new version (new ETag): If-Range gives the whole
+        // new file with 200.
+        f.server.enqueue("/change.bin", .normal, .replaceResource(Resource(body: newBody, etag: "\"v2\"", lastModified: "Mon, 07 Nov 1994 08:49:37 GMT")))
+        let (result, events) = await f.download(try f.request("/change.bin"))
+        _ = try result.get()
+        #expect(sha256(file: f.path("change.bin")) == sha256(newBody))
+        #expect(events.notices.contains { $0.contains("changed") && $0.contains("starting over from 0") })
+    }
+
+    @Test func serversWithoutRangesSmallFilesAndMissingValidatorsUseOneConnection() async throws {
+        let f = try await Self.fixture(connections: 4, minSplit: 256 << 10)
+        defer { f.stop() }
+        let noRanges = f.serve("/plain.bin", size: 2 << 20) { $0.acceptRanges = false }
+        let small = f.serve("/small.bin", size: 400_000, seed: 2)
+        let anonymous = f.serve("/anon.bin", size: 2 << 20, seed: 3, etag: nil) { $0.lastModified = nil }
+        for (name, body) in [("plain.bin", noRanges), ("small.bin", small), ("anon.bin", anonymous)] {
+            let (result, _) = await f.download(try f.request("/" + name))
+            _ = try result.get()
+            #expect(sha256(file: f.path(name)) == sha256(body), "\(name)")
+        }
+        #expect(f.server.requests(to: "/plain.bin").count == 1)
+        // The probe, then the rest on the same connection.
+        #expect(Self.ranges(f.server.requests(to: "/small.bin")) == ["bytes=0-262143", "bytes=262144-"])
+        #expect(f.server.requests(to: "/anon.bin").count == 2)
+    }
+
+    @Test func anEmptyFileAnswers416ToTheProbeAndStillDownloads() async throws {
+        let f = try await Self.fixture()
+        defer { f.stop() }
+        f.server.serve("/empty.bin", Resource(body: [], etag: "\"e\""))
+        let (result, _) = await f.download(try f.request("/empty.bin"))
+        _ = try result.get()
+        #expect(fileSize(f.path("empty.bin")) == 0)
+    }
+
+    /// Paused with every connection mid-segment, then resumed: each segment continues from its
+    /// saved progress, and little is fetched twice.
+    @Test func pausedSegmentsResumeWhereEachStopped() async throws {
+        let f = try await Self.fixture(connections: 4, minSplit: 512 << 10)
+        defer { f.stop() }
+        let size = 8 << 20
+        let body = f.serve("/p.bin", size: size)
+        // The probe and three more connections each stall after 300 KB.
+        f.server.setDefault("/p.bin", .stallAfter(bytes: 300_000))
+        let store = InMemoryDownloadStore()
+        var configuration = f.configuration
+        configuration.timeouts.idle = .seconds(30)
+        let manager = try DownloadManager(configuration: configuration, store: store)
+        let task = Task { try await manager.download(try f.request("/p.bin")) }
+        #expect(await eventually { f.server.requests(to: "/p.bin").count >= 4 && f.server.bodyBytesSent(to: "/p.bin") >= 4 * 300_000 })
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        _ = await task.result
+        try await manager.shutdown()
+        let saved = try #require(try store.all().first)
+        #expect(saved.state == .paused)
+        let segments = try #require(saved.segments)
+        #expect(segments.count == 4)
+        #expect(segments.allSatisfy { $0.written > 0 })
+
+        f.server.setDefault("/p.bin", nil)
+        let (result, _) = await f.download(try f.request("/p.bin"), store: store)
+        _ = try result.get()
+        #expect(sha256(file: f.path("p.bin")) == sha256(body))
+        let resent = f.server.bodyBytesSent(to: "/p.bin") - size
+        #expect(resent <= 4 << 20, "resent \(resent)")
+        let resumedRanges = Self.ranges(Array(f.server.requests(to: "/p.bin").dropFirst(4)))
+        for segment in segments {
+            #expect(resumedRanges.contains { $0.hasPrefix("bytes=\(segment.next)-") }, "\(segment) not resumed at its next byte: \(resumedRanges)")
+        }
+    }
+}
