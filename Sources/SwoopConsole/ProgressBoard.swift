@@ -151,7 +151,9 @@ public struct ProgressBoard: Sendable, Hashable {
         }
         let percent = (fraction * 1000).rounded(.down) / 10
         let eta = eta(remaining: total - download.completedBytes, bytesPerSecond: download.bytesPerSecond)
-        return (["\(percent)%", "\(done) / \(ByteFormatting.format(total))"], [speed, "ETA \(eta)"])
+        // A download split over several connections says how many are live, after its speed.
+        let connections = download.connections > 1 ? ["×\(download.connections)"] : []
+        return (["\(percent)%", "\(done) / \(ByteFormatting.format(total))"], [speed] + connections + ["ETA \(eta)"])
     }
 
     static func eta(remaining: Int, bytesPerSecond: Double) -> String {

@@ -147,3 +147,17 @@ struct ProgressBoardSingleTests {
         #expect(ProgressBoard(width: 80).lines(active: [download], summary: more).count == 2)
     }
 }
+
+@Suite("ProgressBoard: connections")
+struct ProgressBoardConnectionsTests {
+    @Test func aSplitDownloadShowsItsLiveConnections() {
+        let download = Download(
+            id: Download.ID("x"), url: "http://h/x.iso", destination: "/tmp/x.iso", state: .active, totalBytes: 100,
+            completedBytes: 50, bytesPerSecond: 10, connections: 4
+        )
+        #expect(ProgressBoard(width: 80).downloadLine(download) == "x.iso  50.0%  50 B / 100 B  10 B/s  ×4  ETA 5s")
+        var single = download
+        single.connections = 1
+        #expect(ProgressBoard(width: 80).downloadLine(single) == "x.iso  50.0%  50 B / 100 B  10 B/s  ETA 5s")
+    }
+}
