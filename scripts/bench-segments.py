@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""scripts/bench-segments.py — one file over several connections (issue 4, benchmark (b) and (d)).
+
+Run by scripts/bench (BENCH_SUITES="segments" runs only this part), or directly:
+
+    python3 scripts/bench-segments.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--size 256M] [--runs 1]
+
+A private nginx on 127.0.0.1 serves one random file with `limit_rate 20m` per connection. For 1, 4
+and 8 connections it times Swoop (`-x N`), `aria2c -x N -s N` and `axel -n N` (each output checked
+by sha-256), then kills each tool with SIGKILL halfway through an 8-connection download, runs it
+again, and counts from nginx's access log the body bytes the server sent in all, minus the file's
+size: what was fetched twice. Prints Markdown tables on stdout; progress on stderr.
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def say(message):
+    print(f"bench-segments: {message}", file=sys.stderr, flush=True)
+
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    if text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(nginx, work, rate):
+    port = free_port()
+    conf_dir = os.path.join(work, "nginx")
+    os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    log = os.path.join(conf_dir, "access.log")
+    conf = f"""daemon off;
+worker_processes 1;
+{user}pid {conf_dir}/nginx.pid;
+error_log {conf_dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    log_format bytes '$request_uri $status $body_bytes_sent';
+    access_log {log} bytes;
+    client_body_temp_path {conf_dir}/tmp;
+    default_type application/octet-stream;
+    sendfile on;
+    server {{
+        listen 127.0.0.1:{port};
+        root {work}/www;
+        limit_rate {rate};
+    }}
+}}
+"""
+    path = os.path.join(conf_dir, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    process = subprocess.Popen(
+        [nginx, "-p", conf_dir, "-e", os.path.join(conf_dir, "error.log"), "-c", path],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return process, port, log
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    sys.exit("bench-segments: nginx did not start")
+
+
+def sent_bytes(log):
+    total = 0
+    try:
+        with open(log) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[-1].isdigit():
+                    total += int(parts[-1])
+    except OSError:
+        pass
+    return total
+
+
+def command(tool, connections, url, out_dir, state):
+    if tool == "swoop":
+        return [SWOOP, "get", "-q", "-x", str(connections), "--min-split-size", "1M", "--state-dir", state, "-d", out_dir, url]
+    if tool == "aria2c":
+        return ["aria2c", "-q", f"-x{connections}", f"-s{connections}", "-k1M", "--file-allocation=none",
+                "--allow-overwrite=false", "-d", out_dir, url]
+    if tool == "axel":
+        return ["axel", "-q", "-n", str(connections), "-o", out_dir, url]
+    raise ValueError(tool)
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def measure(tool, connections, url, name, work, expected):
+    out_dir = os.path.join(work, "out")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    state = os.path.join(work, "state")
+    shutil.rmtree(state, ignore_errors=True)
+    cmd = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", os.path.join(work, "time.txt")] + command(tool, connections, url, out_dir, state)
+    subprocess.run(["sync"])
+    started = time.monotonic()
+    result = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=out_dir)
+    wall = time.monotonic() - started
+    if result.returncode != 0:
+        sys.exit(f"bench-segments: {tool} -x {connections} failed: {result.stderr[-2000:]}")
+    got = sha256(os.path.join(out_dir, name))
+    if got != expected:
+        sys.exit(f"bench-segments: {tool} -x {connections}: sha-256 {got} differs from the source's {expected}")
+    _, user, system, rss = open(os.path.join(work, "time.txt")).read().split()
+    return wall, float(user) + float(system), int(rss) / 1024
+
+
+def crash(tool, connections, url, name, work, log, size, expected):
+    """SIGKILL halfway, rerun, and count what nginx sent twice."""
+    out_dir = os.path.join(work, "out")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    state = os.path.join(work, "state")
+    shutil.rmtree(state, ignore_errors=True)
+    open(log, "w").close()
+    os.kill(int(open(os.path.join(os.path.dirname(log), "nginx.pid")).read()), signal.SIGUSR1)  # reopen the log
+    time.sleep(0.2)
+    cmd = command(tool, connections, url, out_dir, state)
+    process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=out_dir)
+    # Wait until about half the file is on disk (part files count), then SIGKILL.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        on_disk = sum(os.stat(os.path.join(out_dir, f)).st_blocks * 512 for f in os.listdir(out_dir))
+        if on_disk >= size // 2:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, cwd=out_dir, timeout=600)
+    time.sleep(0.5)  # nginx writes the log line when the response ends
+    path = os.path.join(out_dir, name)
+    exact = os.path.exists(path) and sha256(path) == expected
+    return sent_bytes(log) - size, exact
+
+
+def main():
+    global SWOOP
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--swoop", required=True)
+    parser.add_argument("--nginx", required=True)
+    parser.add_argument("--size", default="256M")
+    parser.add_argument("--rate", default="20m")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--connections", default="1,4,8")
+    parser.add_argument("--work")
+    args = parser.parse_args()
+    SWOOP = args.swoop
+    size = parse_size(args.size)
+    work = args.work or tempfile.mkdtemp(prefix="swoop-bench-segments.")
+    os.makedirs(os.path.join(work, "www"), exist_ok=True)
+    name = "segments.bin"
+    source = os.path.join(work, "www", name)
+    if not os.path.exists(source) or os.path.getsize(source) != size:
+        say(f"creating {source} ({size} bytes)")
+        with open(source, "wb") as f:
+            remaining = size
+            while remaining:
+                block = os.urandom(min(remaining, 4 << 20))
+                f.write(block)
+                remaining -= len(block)
+    expected = sha256(source)
+    nginx, port, log = start_nginx(args.nginx, work, args.rate)
+    url = f"http://127.0.0.1:{port}/{name}"
+    tools = ["swoop", "aria2c", "axel"]
+    rows = []
+    try:
+        for connections in [int(c) for c in args.connections.split(",")]:
+            for tool in tools:
+                results = [measure(tool, connections, url, name, work, expected) for _ in range(args.runs)]
+                wall = statistics.median(r[0] for r in results)
+                cpu = statistics.median(r[1] for r in results)
+                rss = statistics.median(r[2] for r in results)
+                say(f"{tool} x{connections}: {wall:.2f} s, {size / 1e6 / wall:.0f} MB/s")
+                rows.append((connections, tool, wall, size / 1e6 / wall, cpu, rss))
+        crashes = []
+        for tool in tools:
+            resent, exact = crash(tool, 8, url, name, work, log, size, expected)
+            say(f"{tool} crash x8: {resent} bytes sent twice, byte-exact {exact}")
+            crashes.append((tool, resent, exact))
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+
+    print(f"### {size >> 20} MiB from nginx with `limit_rate {args.rate}` per connection ({args.runs} run(s), median)")
+    print()
+    print("| connections | tool | wall s | MB/s | vs 8×20 MB/s target | vs aria2c | CPU s | CPU s/GiB | peak RSS MiB |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for connections, tool, wall, mbps, cpu, rss in rows:
+        aria = next(r for r in rows if r[0] == connections and r[1] == "aria2c")
+        target = mbps / (0.9 * connections * 20 * 1.048576)
+        print(f"| {connections} | {tool} | {wall:.2f} | {mbps:.1f} | {target:.2f} | {mbps / aria[3]:.2f} | {cpu:.2f} | "
+              f"{cpu / (size / (1 << 30)):.2f} | {rss:.1f} |")
+    print()
+    print("SIGKILL halfway through an 8-connection download, then the same command again:")
+    print()
+    print("| tool | bytes sent twice | MiB per connection | byte-exact |")
+    print("| --- | ---: | ---: | --- |")
+    for tool, resent, exact in crashes:
+        print(f"| {tool} | {resent} | {resent / 8 / (1 << 20):.2f} | {'yes' if exact else 'NO'} |")
+    print()
+    print("(vs 8×20 MB/s target: MB/s ÷ (0.9 × connections × 20 MiB/s); nginx's `20m` is 20 MiB/s. The target is ≥ 1.00 at 8 connections.)")
+
+
+SWOOP = ""
+
+if __name__ == "__main__":
+    main()
