@@ -45,6 +45,8 @@ final class SegmentedTransfer: Sendable {
         var reservedUpTo: [Int: Int] = [:]
         /// Each segment's `written` at the last checkpoint.
         var recorded: [Int: Int] = [:]
+        /// Each segment's `written` when its disk writeback was last started.
+        var writeback: [Int: Int] = [:]
         var lastCheckpoint = ContinuousClock.now
         var lastSync = ContinuousClock.now
         var lastProgress = ContinuousClock.now
@@ -249,9 +251,15 @@ final class SegmentedTransfer: Sendable {
 
     private func recordWrite(segmentAt start: Int, bytes: Int) throws {
         let now = ContinuousClock.now
-        let (due, report) = state.withLockedValue { state -> (Bool, (Int, Double, Int)?) in
+        let (due, report, writeback) = state.withLockedValue { state -> (Bool, (Int, Double, Int)?, Range<Int>?) in
             state.plan.recordWrite(segmentAt: start, bytes: bytes)
             let written = state.plan.segment(at: start)?.written ?? 0
+            var writeback: Range<Int>?
+            let from = state.writeback[start] ?? 0
+            if written - from >= Transfer.writebackChunk {
+                writeback = (start + from)..<(start + written)
+                state.writeback[start] = written
+            }
             let unrecorded = written - (state.recorded[start] ?? 0)
             let budget = context.configuration.durability.checkpointBytes - context.configuration.receiveBufferSize
             let due = unrecorded > max(0, budget) || now - state.lastCheckpoint >= context.configuration.durability.checkpointInterval
@@ -261,8 +269,9 @@ final class SegmentedTransfer: Sendable {
                 state.meter.record(bytes: state.plan.completedBytes, at: now)
                 report = (state.plan.completedBytes, state.meter.bytesPerSecond, state.connections)
             }
-            return (due, report)
+            return (due, report, writeback)
         }
+        if let writeback { context.part.startWriteback(offset: writeback.lowerBound, length: writeback.count) }
         if due { try checkpoint(force: false, now: now) }
         if let report { context.progress(report.0, report.1, report.2) }
     }

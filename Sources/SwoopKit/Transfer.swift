@@ -52,6 +52,11 @@ final class Transfer {
     private var segmented: SegmentedTransfer?
     /// The server refused the `bytes=0-` probe (an empty file answers 416): ask plainly.
     private var probeRefused = false
+    /// Where the disk writeback last started, for `startWriteback`.
+    private var writebackFrom = 0
+    /// Written bytes are handed to the disk's writeback in chunks of this size as they come, so the
+    /// flush before the rename has little left to write.
+    static let writebackChunk = 8 << 20
 
     private static let maxRestarts = 3
 
@@ -549,6 +554,10 @@ final class Transfer {
             try part.write(buffer, at: offset)
             offset += count
             bytesWritten += count
+            if offset - writebackFrom >= Self.writebackChunk {
+                part.startWriteback(offset: writebackFrom, length: offset - writebackFrom)
+                writebackFrom = offset
+            }
             if now - lastProgress >= .milliseconds(100) {
                 lastProgress = now
                 meter.record(bytes: offset, at: now)
