@@ -100,8 +100,8 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     public func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
         try read { db in
-            try Row.filter(Column("url") == url && Column("directory") == directory && Column("requestedName") == requestedName)
-                .fetchOne(db)?.record
+            let statement = try db.cachedStatement(sql: "SELECT * FROM download WHERE url = ? AND directory = ? AND requestedName = ?")
+            return try Row.fetchOne(statement, arguments: [url, directory, requestedName])?.record
         }
     }
 
@@ -117,14 +117,17 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     public func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
         try read { db in
-            try Row.filter(Column("directory") == directory && Column("fileName") == fileName)
-                .filter(![Download.State.completed.rawValue, Download.State.removed.rawValue].contains(Column("state")))
-                .fetchOne(db)?.record
+            let statement = try db.cachedStatement(
+                sql: "SELECT * FROM download WHERE directory = ? AND fileName = ? AND state NOT IN ('completed', 'removed') LIMIT 1"
+            )
+            return try Row.fetchOne(statement, arguments: [directory, fileName])?.record
         }
     }
 
     public func record(id: Download.ID) throws -> DownloadRecord? {
-        try read { db in try Row.fetchOne(db, key: id.rawValue)?.record }
+        try read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM download WHERE id = ?"), arguments: [id.rawValue])?.record
+        }
     }
 
     /// Saves durably (`synchronous = FULL` for this commit): a state change such as a restart from
@@ -136,7 +139,7 @@ public final class SQLiteDownloadStore: DownloadStore {
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
                 try db.inTransaction {
-                    try Row(record).save(db)
+                    try db.cachedStatement(sql: Row.upsertSQL).execute(arguments: Row(record).arguments)
                     return .commit
                 }
             }
@@ -268,6 +271,35 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     var segments: String?
     var createdAt: Double
     var updatedAt: Double
+
+    /// Reads a row by column name: several times faster than the synthesized `Decodable` path on
+    /// the per-download lookups.
+    init(row: GRDB.Row) throws {
+        id = row["id"]
+        url = row["url"]
+        directory = row["directory"]
+        requestedName = row["requestedName"]
+        fileName = row["fileName"]
+        state = row["state"]
+        totalBytes = row["totalBytes"]
+        committedBytes = row["committedBytes"]
+        syncedBytes = row["syncedBytes"]
+        bootID = row["bootID"]
+        etag = row["etag"]
+        lastModified = row["lastModified"]
+        finalSize = row["finalSize"]
+        finalModified = row["finalModified"]
+        checksum = row["checksum"]
+        lastError = row["lastError"]
+        headers = row["headers"]
+        collisionPolicy = row["collisionPolicy"]
+        priority = row["priority"]
+        position = row["position"]
+        bytesPerSecond = row["bytesPerSecond"]
+        segments = row["segments"]
+        createdAt = row["createdAt"]
+        updatedAt = row["updatedAt"]
+    }
 
     static func encode(_ segments: [Segment]) -> String? {
         (try? encoder.encode(segments)).flatMap { String(data: $0, encoding: .utf8) }

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""scripts/bench-many.py — many small files, 16 at once (issue 4, benchmark (c)).
+
+Run by scripts/bench (BENCH_SUITES="many"), or directly:
+
+    python3 scripts/bench-many.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--count 2000] [--size 64K]
+
+A private nginx on 127.0.0.1 serves COUNT files of SIZE bytes. Each tool fetches them all with 16
+at once: `swoop get -i LIST -j 16`, `aria2c -i LIST -j 16`, `curl --parallel --parallel-max 16`.
+Every output is checked by sha-256 (one digest for all: the files are the same bytes). Prints wall
+time, files per second, CPU seconds, peak RSS and the ratio to aria2c as a Markdown table.
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def say(message):
+    print(f"bench-many: {message}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(nginx, work):
+    port = free_port()
+    conf_dir = os.path.join(work, "nginx")
+    os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    conf = f"""daemon off;
+worker_processes 1;
+{user}pid {conf_dir}/nginx.pid;
+error_log {conf_dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {conf_dir}/tmp;
+    default_type application/octet-stream;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{port};
+        root {work}/www;
+    }}
+}}
+"""
+    path = os.path.join(conf_dir, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    process = subprocess.Popen(
+        [nginx, "-p", conf_dir, "-e", os.path.join(conf_dir, "error.log"), "-c", path],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return process, port
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    sys.exit("bench-many: nginx did not start")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--swoop", required=True)
+    parser.add_argument("--nginx", required=True)
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--size", type=int, default=64 * 1024)
+    parser.add_argument("--work")
+    args = parser.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="swoop-bench-many.")
+    www = os.path.join(work, "www")
+    os.makedirs(www, exist_ok=True)
+    body = os.urandom(args.size)
+    digest = hashlib.sha256(body).hexdigest()
+    names = [f"f{i:05d}.bin" for i in range(args.count)]
+    for name in names:
+        with open(os.path.join(www, name), "wb") as f:
+            f.write(body)
+    nginx, port = start_nginx(args.nginx, work)
+    urls = [f"http://127.0.0.1:{port}/{name}" for name in names]
+    listing = os.path.join(work, "urls.txt")
+    with open(listing, "w") as f:
+        f.write("\n".join(urls) + "\n")
+    rows = []
+    try:
+        for tool in ["swoop", "aria2c", "curl"]:
+            out = os.path.join(work, "out")
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            state = os.path.join(work, "state")
+            shutil.rmtree(state, ignore_errors=True)
+            if tool == "swoop":
+                cmd = [args.swoop, "get", "-q", "-i", listing, "-j", "16", "--state-dir", state, "-d", out]
+            elif tool == "aria2c":
+                cmd = ["aria2c", "-q", "-i", listing, "-j", "16", "--file-allocation=none", "-d", out]
+            else:
+                cmd = ["curl", "-s", "-f", "--parallel", "--parallel-max", "16", "--remote-name-all", "--output-dir", out] + urls
+            timing = os.path.join(work, "time.txt")
+            subprocess.run(["sync"])
+            started = time.monotonic()
+            result = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", timing] + cmd,
+                                    stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=out)
+            wall = time.monotonic() - started
+            if result.returncode != 0:
+                sys.exit(f"bench-many: {tool} failed ({result.returncode}): {result.stderr[-2000:]}")
+            for name in names:
+                with open(os.path.join(out, name), "rb") as f:
+                    if hashlib.sha256(f.read()).hexdigest() != digest:
+                        sys.exit(f"bench-many: {tool}: {name} differs from the source")
+            user, system, rss = open(timing).read().split()
+            rows.append((tool, wall, args.count / wall, float(user) + float(system), int(rss) / 1024))
+            say(f"{tool}: {wall:.2f} s, {args.count / wall:.0f} files/s")
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+    aria = next(r for r in rows if r[0] == "aria2c")
+    print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive)")
+    print()
+    print("| tool | wall s | files/s | vs aria2c | CPU s | peak RSS MiB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for tool, wall, rate, cpu, rss in rows:
+        print(f"| {tool} | {wall:.2f} | {rate:.0f} | {rate / aria[2]:.2f} | {cpu:.2f} | {rss:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
