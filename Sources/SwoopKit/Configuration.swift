@@ -135,6 +135,8 @@ public struct Configuration: Sendable {
 
     /// The response cache of ``DownloadManager/data(from:headers:)`` (off unless a directory is set).
     public var cache = Cache()
+    /// Cookies and netrc logins, each sent only to its own hosts (none by default).
+    public var credentials = Credentials()
 }
 
 /// Facts about the library.

@@ -24,7 +24,8 @@ extension HTTPClient {
         while true {
             var request = HTTPClientRequest(url: redirects.current.absoluteString)
             request.method = .GET
-            for header in redirects.headers(merged) {
+            let hopHeaders = configuration.credentials.headers(for: redirects.current, adding: redirects.headers(merged))
+            for header in hopHeaders {
                 request.headers.add(name: header.name, value: header.value)
             }
             let deadline = TimeAmount(configuration.timeouts.connect + configuration.timeouts.idle)

@@ -31,8 +31,11 @@ struct DownloadSession {
     func run(_ work: Work) async throws {
         let manager: DownloadManager
         do {
+            // Credentials first: a missing file is reported before the state directory is created.
+            let credentials = try transfer.credentials(warn: console.warning)
             let store = try global.openStore()
-            let configuration = try transfer.configuration(lockDirectory: try global.lockDirectory())
+            var configuration = try transfer.configuration(lockDirectory: try global.lockDirectory())
+            configuration.credentials = credentials
             manager = try DownloadManager(configuration: configuration, store: store)
         } catch let error as SwoopError {
             throw error.exit(on: console)

@@ -86,6 +86,15 @@ struct TransferOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Forget finished downloads older than this many days (default: never).", valueName: "days"))
     var keepDays: Double?
 
+    @Option(help: ArgumentHelp("Send the cookies in this Netscape cookies.txt file to the hosts they name.", valueName: "file"))
+    var loadCookies: String?
+
+    @Flag(help: "Send the login for each host from ~/.netrc (Authorization: Basic).")
+    var netrc = false
+
+    @Option(help: ArgumentHelp("Like --netrc, with this file instead of ~/.netrc.", valueName: "file"))
+    var netrcFile: String?
+
     func validate() throws {
         guard (1...10_000).contains(maxConcurrent) else { throw ValidationError("-j/--max-concurrent must be between 1 and 10000") }
         if let maxPerHost, !(1...10_000).contains(maxPerHost) {
@@ -132,6 +141,39 @@ struct TransferOptions: ParsableArguments {
         if let userAgent { configuration.userAgent = userAgent }
         configuration.lockDirectory = lockDirectory
         return configuration
+    }
+}
+
+extension TransferOptions {
+    /// Reads `--load-cookies` and `--netrc`/`--netrc-file` (the file wins over `--netrc`, as in curl).
+    /// Credentials are never stored with a download: `resume` needs these options again.
+    ///
+    /// - Parameter warn: Called with each warning: skipped cookie lines, a netrc others can read.
+    /// - Throws: ``SwoopError`` naming the file (and line) that cannot be read or parsed.
+    func credentials(warn: (String) -> Void) throws -> SwoopKit.Configuration.Credentials {
+        var credentials = SwoopKit.Configuration.Credentials()
+        if let loadCookies {
+            let jar = try CookieJar(contentsOfFile: loadCookies)
+            if let first = jar.skippedLines.first {
+                let more = jar.skippedLines.count > 1 ? " (and \(jar.skippedLines.count - 1) more)" : ""
+                warn("\(loadCookies):\(first): skipped a malformed cookie line\(more)")
+            }
+            credentials.cookies = jar
+        }
+        if netrc || netrcFile != nil {
+            let path = netrcFile ?? Netrc.defaultPath()
+            credentials.netrc = try Netrc(contentsOfFile: path)
+            if let mode = Self.permissions(path), mode & 0o077 != 0 {
+                warn("\(path) is open to other users (mode \(String(mode & 0o777, radix: 8))): run chmod 600 on it")
+            }
+        }
+        return credentials
+    }
+
+    /// The permission bits of a file, or `nil` when it cannot be examined.
+    private static func permissions(_ path: String) -> Int? {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).expandingTildeInPath)
+        return (attributes?[.posixPermissions] as? NSNumber)?.intValue
     }
 }
 
