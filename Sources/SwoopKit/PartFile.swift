@@ -91,6 +91,14 @@ final class PartFile: Sendable {
         }
     }
 
+    /// Flushes the whole file's data to disk now, whatever was flushed before (segmented downloads,
+    /// which track what a flush covers themselves).
+    func flush() throws {
+        syncQueue.sync {}
+        if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
+        guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+    }
+
     /// Asks the kernel to start writing `length` bytes at `offset` to disk now, without waiting
     /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): the final `fdatasync` then finds little left to do.
     /// Best effort: an error here changes nothing (the flushes that count still report theirs).
@@ -109,6 +117,8 @@ final class PartFile: Sendable {
     func syncNow(upTo offset: Int) throws {
         syncQueue.sync {}
         if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
+        // Nothing past the last flush (a part file just created, or saved again): no disk round trip.
+        if offset <= syncedBytes { return }
         guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
         sync.withLockedValue { $0.synced = max($0.synced, offset) }
     }

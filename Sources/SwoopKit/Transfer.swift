@@ -261,7 +261,7 @@ final class Transfer {
     private func saveProgress(error: SwoopError?) throws {
         if let segmented {
             // Every segment's progress, after one more flush (or, if that fails, only what was flushed).
-            if let part, (try? part.syncNow(upTo: 0)) != nil {
+            if let part, (try? part.flush()) != nil {
                 var plan = segmented.plan
                 plan.recordSynced(Dictionary(uniqueKeysWithValues: plan.segments.map { ($0.start, $0.written) }))
                 record.segments = plan.segments
