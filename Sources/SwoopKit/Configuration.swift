@@ -137,6 +137,25 @@ public struct Configuration: Sendable {
     public var cache = Cache()
     /// Cookies and netrc logins, each sent only to its own hosts (none by default).
     public var credentials = Credentials()
+
+    /// Which proxy requests go through; see ``ProxySelector`` for how one is picked per URL.
+    public struct Proxy: Sendable, Hashable {
+        /// The proxy for every request (`--proxy`), overriding the environment's: `http://[user:password@]host[:port]`,
+        /// `socks5://host[:port]`, `socks5h://host[:port]` or `host[:port]`. The empty string means no
+        /// proxy at all; `nil` leaves the choice to the environment.
+        public var url: String?
+        /// Hosts reached directly (`--noproxy`), replacing `no_proxy`; see ``NoProxyList``.
+        public var noProxy: String?
+        /// Whether `https_proxy`, `http_proxy`, `all_proxy` and `no_proxy` (and their upper-case forms
+        /// but `HTTP_PROXY`) are read.
+        public var useEnvironment: Bool = true
+        /// The environment to read them from; `nil` means this process's.
+        public var environment: [String: String]?
+        public init() {}
+    }
+
+    /// The proxy settings (by default, the environment's `*_proxy` variables, as curl reads them).
+    public var proxy = Proxy()
 }
 
 /// Facts about the library.

@@ -27,7 +27,7 @@ public actor DownloadManager {
     public nonisolated let configuration: Configuration
     let store: any DownloadStore
     let logger: Logger
-    let client: HTTPClient
+    let client: HTTPClientPool
     private let hub = EventHub()
     private let live = LiveTransfers()
     private var queue: DownloadQueue
@@ -64,7 +64,7 @@ public actor DownloadManager {
     ///   - configuration: Queue limits, retries, timeouts, TLS and the rest.
     ///   - store: Where records live; ``InMemoryDownloadStore`` keeps nothing on disk.
     ///   - logger: The logger the library logs to (at `info` and below).
-    /// - Throws: ``SwoopError`` when the TLS configuration cannot be loaded.
+    /// - Throws: ``SwoopError`` when the TLS configuration cannot be loaded or a proxy URL is not valid.
     public init(
         configuration: Configuration = Configuration(), store: any DownloadStore = InMemoryDownloadStore(),
         logger: Logger = Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -78,7 +78,7 @@ public actor DownloadManager {
         self.configuration = configuration
         self.store = store
         self.logger = logger
-        self.client = try HTTPClientFactory.make(configuration)
+        self.client = try HTTPClientPool(configuration)
         self.queue = DownloadQueue(
             limits: .init(maxConcurrent: configuration.queue.maxConcurrentDownloads, maxPerHost: configuration.queue.maxPerHost)
         )
@@ -927,7 +927,7 @@ final class LiveTransfers: Sendable {
 
 /// Builds the HTTPClient the way file downloads need it.
 enum HTTPClientFactory {
-    static func make(_ configuration: Configuration) throws -> HTTPClient {
+    static func make(_ configuration: Configuration, proxy: HTTPClient.Configuration.Proxy? = nil) throws -> HTTPClient {
         var tls = TLSConfiguration.makeClientConfiguration()
         if configuration.tls.insecure {
             tls.certificateVerification = .none
@@ -945,6 +945,7 @@ enum HTTPClientFactory {
             decompression: .disabled
         )
         config.httpVersion = .http1Only
+        config.proxy = proxy
         // A TLS failure would otherwise be retried silently until the connect timeout.
         config.connectionPool.retryConnectionEstablishment = false
         // One connection per running download from a host, with room for the queue's per-host limit.

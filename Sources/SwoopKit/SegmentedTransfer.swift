@@ -21,7 +21,7 @@ struct SegmentRestart: Error, Sendable {
 /// `syncInterval` raises each segment's `synced` to what it had written when the flush began.
 final class SegmentedTransfer: Sendable {
     struct Context: Sendable {
-        var client: HTTPClient
+        var client: HTTPClientPool
         var configuration: Configuration
         var logger: Logger
         var url: URL

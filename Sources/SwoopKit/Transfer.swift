@@ -24,7 +24,7 @@ public enum DownloadOutcome: Sendable, Hashable {
 /// ``RedirectTracker``, ``Backoff`` and ``FileNaming``.
 final class Transfer {
     private let request: DownloadRequest
-    private let client: HTTPClient
+    private let client: HTTPClientPool
     private let configuration: Configuration
     private let store: any DownloadStore
     private let logger: Logger
@@ -65,7 +65,7 @@ final class Transfer {
     private let queued: Bool
 
     init(
-        request: DownloadRequest, client: HTTPClient, configuration: Configuration, store: any DownloadStore,
+        request: DownloadRequest, client: HTTPClientPool, configuration: Configuration, store: any DownloadStore,
         logger: Logger, queued: Bool = false, emit: @escaping @Sendable (DownloadEvent) -> Void
     ) {
         self.request = request

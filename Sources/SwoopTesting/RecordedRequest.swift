@@ -12,6 +12,9 @@ public struct RecordedRequest: Sendable {
     ///
     /// Equal numbers mean the client reused a connection (keep-alive).
     public var connectionID: Int
+    /// The client's port on the connection the request came on (through a ``TestProxy``, the proxy's
+    /// outgoing port: ``TestProxy/Tunnel/upstreamPort``).
+    public var clientPort: Int?
 
     /// Returns the first value of a header field.
     ///

@@ -104,7 +104,8 @@ extension TestServer {
                 uri: head.uri,
                 path: RecordedRequest.path(ofURI: head.uri),
                 headers: head.headers.map { (name: $0.name, value: $0.value) },
-                connectionID: self.connectionID
+                connectionID: self.connectionID,
+                clientPort: context.channel.remoteAddress?.port
             )
             let (resource, behavior) = self.store.receive(request)
             self.openResponse = self.store.beginResponse()

@@ -32,6 +32,8 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(help: "Neither read nor write the cache.")
     var noCache = false
 
+    @OptionGroup var proxy: ProxyOptions
+
     func validate() throws {
         if noCache && cacheDir != nil { throw ValidationError("--no-cache and --cache-dir contradict each other") }
     }
@@ -44,6 +46,7 @@ struct FetchCommand: AsyncParsableCommand {
             let headers = try HeaderOption.parse(self.headers)
             var configuration = SwoopKit.Configuration()
             if let userAgent { configuration.userAgent = userAgent }
+            proxy.apply(to: &configuration)
             if !noCache {
                 configuration.cache.directory = cacheDir.map { ($0 as NSString).expandingTildeInPath }
                     ?? SwoopKit.Configuration.Cache.defaultDirectory()

@@ -91,6 +91,8 @@ private func withManager<T>(
     do {
         var configuration = SwoopKit.Configuration()
         configuration.lockDirectory = try global.lockDirectory()
+        // These commands make no requests: a bad *_proxy variable must not stop them.
+        configuration.proxy.useEnvironment = false
         manager = try DownloadManager(configuration: configuration, store: try global.openStore())
     } catch let error as SwoopError {
         throw error.exit(on: console)

@@ -95,6 +95,8 @@ struct TransferOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Like --netrc, with this file instead of ~/.netrc.", valueName: "file"))
     var netrcFile: String?
 
+    @OptionGroup var proxy: ProxyOptions
+
     func validate() throws {
         guard (1...10_000).contains(maxConcurrent) else { throw ValidationError("-j/--max-concurrent must be between 1 and 10000") }
         if let maxPerHost, !(1...10_000).contains(maxPerHost) {
@@ -140,6 +142,7 @@ struct TransferOptions: ParsableArguments {
         configuration.tls.insecure = insecure
         if let userAgent { configuration.userAgent = userAgent }
         configuration.lockDirectory = lockDirectory
+        proxy.apply(to: &configuration)
         return configuration
     }
 }
@@ -174,6 +177,29 @@ extension TransferOptions {
     private static func permissions(_ path: String) -> Int? {
         let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).expandingTildeInPath)
         return (attributes?[.posixPermissions] as? NSNumber)?.intValue
+    }
+}
+
+/// The proxy options of `get`, `resume` and `fetch`.
+struct ProxyOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Send requests through this proxy: http://[user:password@]host[:port], socks5://host[:port] or socks5h://host[:port] (\"\" for none). Default: $https_proxy, $http_proxy, $all_proxy.",
+            valueName: "url"
+        )
+    )
+    var proxy: String?
+
+    @Option(help: ArgumentHelp("Hosts to reach without a proxy, comma-separated; * for all (replaces $no_proxy).", valueName: "list"))
+    var noproxy: String?
+
+    @Flag(help: "Ignore the proxy environment variables (https_proxy, http_proxy, all_proxy, no_proxy).")
+    var noProxyEnv = false
+
+    func apply(to configuration: inout SwoopKit.Configuration) {
+        configuration.proxy.url = proxy
+        configuration.proxy.noProxy = noproxy
+        configuration.proxy.useEnvironment = !noProxyEnv
     }
 }
 

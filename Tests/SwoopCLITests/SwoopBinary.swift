@@ -34,10 +34,20 @@ struct SwoopBinary {
         let out: URL
         let err: URL
 
-        init(_ arguments: [String], directory: String, executable: String = SwoopBinary.path) throws {
+        /// - Parameter environment: Variables for the child on top of this process's, whose proxy
+        ///   variables are removed first; `nil` passes this process's environment unchanged.
+        init(
+            _ arguments: [String], directory: String, executable: String = SwoopBinary.path, environment: [String: String]? = nil
+        ) throws {
             process = Process()
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
+            if let environment {
+                let proxyVariables: Set<String> = ["http_proxy", "https_proxy", "all_proxy", "no_proxy"]
+                process.environment = ProcessInfo.processInfo.environment
+                    .filter { !proxyVariables.contains($0.key.lowercased()) }
+                    .merging(environment) { _, new in new }
+            }
             process.currentDirectoryURL = URL(fileURLWithPath: directory)
             let base = NSTemporaryDirectory() + "swoop-cli-\(UUID().uuidString)"
             out = URL(fileURLWithPath: base + ".out")
@@ -74,8 +84,9 @@ struct SwoopBinary {
     }
 
     static func run(
-        _ arguments: [String], in directory: String, executable: String = SwoopBinary.path, timeout: Duration = .seconds(60)
+        _ arguments: [String], in directory: String, executable: String = SwoopBinary.path, timeout: Duration = .seconds(60),
+        environment: [String: String]? = nil
     ) async throws -> Result {
-        try await Running(arguments, directory: directory, executable: executable).wait(timeout: timeout)
+        try await Running(arguments, directory: directory, executable: executable, environment: environment).wait(timeout: timeout)
     }
 }

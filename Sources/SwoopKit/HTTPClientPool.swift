@@ -1,0 +1,72 @@
+import AsyncHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+
+/// The manager's HTTP clients: one for direct connections and one per proxy in use, made lazily
+/// with the same settings. AsyncHTTPClient sets the proxy per client, and `no_proxy` or a redirect
+/// to another host can change the proxy from one request (or hop) to the next.
+final class HTTPClientPool: Sendable {
+    private struct State {
+        var clients: [ProxySettings?: HTTPClient]
+        var isShutDown = false
+    }
+
+    /// Picks the proxy for each URL.
+    let selector: ProxySelector
+    private let configuration: Configuration
+    private let state: NIOLockedValueBox<State>
+
+    /// Reads the proxy settings and makes the direct client.
+    ///
+    /// - Throws: ``SwoopError`` when a proxy URL (option or environment) is not valid or the TLS
+    ///   configuration cannot be loaded.
+    init(_ configuration: Configuration) throws {
+        self.configuration = configuration
+        selector = try ProxySelector(
+            configuration.proxy, environment: configuration.proxy.environment ?? ProcessInfo.processInfo.environment
+        )
+        // Made now so that a bad TLS setting fails here, not on the first request.
+        let direct = try HTTPClientFactory.make(configuration)
+        state = NIOLockedValueBox(State(clients: [nil: direct]))
+    }
+
+    /// The client for a URL (made on first use) and the proxy it goes through, if any.
+    ///
+    /// - Throws: `HTTPClientError.alreadyShutdown` after ``shutdown()``, as a shut-down client would.
+    func client(for url: URL) throws -> (client: HTTPClient, proxy: ProxySettings?) {
+        let proxy = selector.proxy(for: url)
+        return try state.withLockedValue { state in
+            guard !state.isShutDown else { throw HTTPClientError.alreadyShutdown }
+            if let client = state.clients[proxy] { return (client, proxy) }
+            let client = try HTTPClientFactory.make(configuration, proxy: proxy.map(Self.clientProxy))
+            state.clients[proxy] = client
+            return (client, proxy)
+        }
+    }
+
+    /// Shuts every client down; later requests fail. A second call does nothing.
+    func shutdown() async throws {
+        let clients = state.withLockedValue { state in
+            state.isShutDown = true
+            defer { state.clients = [:] }
+            return Array(state.clients.values)
+        }
+        var failure: (any Error)?
+        for client in clients {
+            do { try await client.shutdown() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// AsyncHTTPClient's form of a proxy. Credentials go only into the proxy handshake: the
+    /// `CONNECT` request's `Proxy-Authorization`, never a request to the origin.
+    static func clientProxy(_ proxy: ProxySettings) -> HTTPClient.Configuration.Proxy {
+        switch proxy.kind {
+        case .http:
+            let authorization = proxy.username.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
+            return .server(host: proxy.host, port: proxy.port, authorization: authorization)
+        case .socks5, .socks5h:
+            return .socksServer(host: proxy.host, port: proxy.port)
+        }
+    }
+}
