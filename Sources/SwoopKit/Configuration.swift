@@ -90,6 +90,10 @@ public struct Configuration: Sendable {
 
     public var queue = Queue()
     public var segments = Segments()
+    /// Whether HTTP/2 may be negotiated over TLS (ALPN). Off by default: measured here
+    /// (`scripts/bench-http2.py`), AsyncHTTPClient moves bulk data much slower over HTTP/2 than over
+    /// HTTP/1.1 with TLS; see the README for the figures.
+    public var allowHTTP2 = false
     public var history = History()
     public var retry = Retry()
     public var timeouts = Timeouts()

@@ -944,7 +944,7 @@ enum HTTPClientFactory {
             timeout: .init(connect: TimeAmount(configuration.timeouts.connect), read: TimeAmount(configuration.timeouts.idle)),
             decompression: .disabled
         )
-        config.httpVersion = .http1Only
+        config.httpVersion = configuration.allowHTTP2 ? .automatic : .http1Only
         config.proxy = proxy
         // A TLS failure would otherwise be retried silently until the connect timeout.
         config.connectionPool.retryConnectionEstablishment = false

@@ -50,6 +50,9 @@ struct TransferOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Smallest segment when a file is split (default 8M; K, M, G suffixes).", valueName: "size"))
     var minSplitSize: String?
 
+    @Flag(help: "Allow HTTP/2 over TLS (off by default: slower for bulk data here; see the README).")
+    var http2 = false
+
     @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("Extra request header.", valueName: "name: value"))
     var headers: [String] = []
 
@@ -131,6 +134,7 @@ struct TransferOptions: ParsableArguments {
         configuration.queue.maxConcurrentDownloads = maxConcurrent
         configuration.queue.maxPerHost = maxPerHost
         configuration.segments.maxConnections = connections
+        configuration.allowHTTP2 = http2
         if let size = minSplitSize.flatMap(ByteFormatting.parseSize) { configuration.segments.minSplitSize = size }
         configuration.retry.maxRetries = retries
         configuration.retry.baseDelay = .milliseconds(Int64(retryWait * 1000))

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""scripts/bench-http2.py — HTTP/1.1 or HTTP/2 over TLS (issue 4, item 5: measure both).
+
+Run by scripts/bench (BENCH_SUITES="http2"), or directly:
+
+    python3 scripts/bench-http2.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--size 512M] [--count 1000]
+
+A private nginx on 127.0.0.1 serves, over TLS with HTTP/2 enabled (a self-signed certificate made
+with openssl), one large random file and COUNT files of 64 KiB. Swoop fetches both with its default
+(HTTP/1.1 only) and with `--http2` (HTTP/2 when ALPN offers it), `curl --http1.1` and `curl --http2`
+likewise, 16 small files at once. Every output is checked by sha-256. Prints a Markdown table: wall
+time, MB/s or files/s, CPU seconds and peak RSS.
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def say(message):
+    print(f"bench-http2: {message}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--swoop", required=True)
+    parser.add_argument("--nginx", required=True)
+    parser.add_argument("--size", type=int, default=512 << 20)
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--work")
+    args = parser.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="swoop-bench-http2.")
+    www = os.path.join(work, "www")
+    os.makedirs(os.path.join(www, "small"), exist_ok=True)
+    big = os.path.join(www, "big.bin")
+    if not os.path.exists(big) or os.path.getsize(big) != args.size:
+        with open(big, "wb") as f:
+            left = args.size
+            while left:
+                block = os.urandom(min(left, 4 << 20))
+                f.write(block)
+                left -= len(block)
+    big_sha = sha256(big)
+    small = os.urandom(64 << 10)
+    small_sha = hashlib.sha256(small).hexdigest()
+    names = [f"s{i:05d}.bin" for i in range(args.count)]
+    for name in names:
+        with open(os.path.join(www, "small", name), "wb") as f:
+            f.write(small)
+
+    cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    port = free_port()
+    conf_dir = os.path.join(work, "nginx")
+    os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    conf = f"""daemon off;
+worker_processes 1;
+{user}pid {conf_dir}/nginx.pid;
+error_log {conf_dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {conf_dir}/tmp;
+    default_type application/octet-stream;
+    keepalive_requests 100000;
+    http2_max_requests 100000;
+    server {{
+        listen 127.0.0.1:{port} ssl http2;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        root {www};
+    }}
+}}
+"""
+    path = os.path.join(conf_dir, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    nginx = subprocess.Popen([args.nginx, "-p", conf_dir, "-e", os.path.join(conf_dir, "error.log"), "-c", path],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    base = f"https://127.0.0.1:{port}"
+    listing = os.path.join(work, "urls.txt")
+    with open(listing, "w") as f:
+        f.write("\n".join(f"{base}/small/{n}" for n in names) + "\n")
+
+    def run(label, cmd, outputs, expected):
+        out = os.path.join(work, "out")
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        shutil.rmtree(os.path.join(work, "state"), ignore_errors=True)
+        timing = os.path.join(work, "time.txt")
+        cmd = [c.replace("{out}", out) for c in cmd]
+        started = time.monotonic()
+        result = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", timing] + cmd,
+                                stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=out)
+        wall = time.monotonic() - started
+        if result.returncode != 0:
+            sys.exit(f"bench-http2: {label} failed: {result.stderr[-1500:]}")
+        for name in outputs:
+            if sha256(os.path.join(out, name)) != expected:
+                sys.exit(f"bench-http2: {label}: {name} differs from the source")
+        user, system, rss = open(timing).read().split()
+        say(f"{label}: {wall:.2f} s")
+        return wall, float(user) + float(system), int(rss) / 1024
+
+    state = os.path.join(work, "state")
+    swoop = [args.swoop, "get", "-q", "--ca-certificate", cert, "--state-dir", state, "-d", "{out}"]
+    rows = []
+    try:
+        for label, extra in [("swoop (HTTP/1.1)", []), ("swoop --http2", ["--http2"])]:
+            wall, cpu, rss = run(label, swoop + extra + [f"{base}/big.bin"], ["big.bin"], big_sha)
+            rows.append(("one file", label, wall, f"{args.size / 1e6 / wall:.0f} MB/s", cpu, rss))
+        for label, flag in [("curl --http1.1", "--http1.1"), ("curl --http2", "--http2")]:
+            wall, cpu, rss = run(label, ["curl", "-s", "-f", flag, "--cacert", cert, "-o", "{out}/big.bin", f"{base}/big.bin"], ["big.bin"], big_sha)
+            rows.append(("one file", label, wall, f"{args.size / 1e6 / wall:.0f} MB/s", cpu, rss))
+        for label, extra in [("swoop (HTTP/1.1)", []), ("swoop --http2", ["--http2"])]:
+            wall, cpu, rss = run(label, swoop + extra + ["-j", "16", "-i", listing], names, small_sha)
+            rows.append((f"{args.count} × 64 KiB", label, wall, f"{args.count / wall:.0f} files/s", cpu, rss))
+        urls = [f"{base}/small/{n}" for n in names]
+        for label, flag in [("curl --http1.1", "--http1.1"), ("curl --http2", "--http2")]:
+            wall, cpu, rss = run(label, ["curl", "-s", "-f", flag, "--cacert", cert, "--parallel", "--parallel-max", "16",
+                                         "--remote-name-all", "--output-dir", "{out}"] + urls, names, small_sha)
+            rows.append((f"{args.count} × 64 KiB", label, wall, f"{args.count / wall:.0f} files/s", cpu, rss))
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+
+    print(f"### HTTP/1.1 vs HTTP/2 over TLS (nginx on 127.0.0.1, one file of {args.size >> 20} MiB; {args.count} small files, 16 at once)")
+    print()
+    print("| workload | client | wall s | rate | CPU s | peak RSS MiB |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for workload, label, wall, rate, cpu, rss in rows:
+        print(f"| {workload} | {label} | {wall:.2f} | {rate} | {cpu:.2f} | {rss:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
