@@ -122,6 +122,20 @@ public struct Configuration: Sendable {
 
     /// The response cache of ``DownloadManager/data(from:headers:)`` (off unless a directory is set).
     public var cache = Cache()
+
+    /// Rate limits, in bytes per second; `nil` is no limit. Changeable while running with
+    /// ``DownloadManager/setDefaultRateLimit(_:)``, ``DownloadManager/setRateLimit(_:bytesPerSecond:)``
+    /// and ``DownloadManager/setOverallRateLimit(_:)``.
+    public struct Limits: Sendable, Hashable {
+        /// The limit of each download that names none of its own (``DownloadRequest/bytesPerSecond``).
+        public var perDownloadBytesPerSecond: Int?
+        /// The limit of all downloads together.
+        public var overallBytesPerSecond: Int?
+        public init() {}
+    }
+
+    /// Rate limits (none by default).
+    public var limits = Limits()
 }
 
 /// Facts about the library.
