@@ -116,6 +116,23 @@ struct RateLimitTests {
         #expect(limits.runningRate(ids[1]) == nil)
     }
 
+    @Test func aWaitLongerThanTheIdleTimeoutEndsTheAttemptAndTheRetryFinishes() async throws {
+        var f = try await ManagerFixture.make()
+        defer { f.stop() }
+        // AHC reads ahead (several socket reads per wake-up) and runs its idle timeout while the body
+        // is not read: draining that at 512 KiB/s takes longer than a 1 s idle timeout, so attempts
+        // time out (3 requests when this was written). Each retry resumes at the offset: it finishes.
+        f.configuration.timeouts.idle = .seconds(1)
+        f.configuration.limits.perDownloadBytesPerSecond = 512 << 10
+        let body = f.serve("/patient.bin", size: 2_500_000)
+        let run = try f.start()
+        let id = try await run.manager.add(try f.request("/patient.bin"))
+        #expect(await run.waitForTerminal([id], timeout: .seconds(40)))
+        #expect(run.events.terminal(id).map(\.caseName) == ["completed"])
+        #expect(sha256(file: f.path("patient.bin")) == sha256(body))
+        await run.stop()
+    }
+
     @Test func badLimitsAreErrorsAndUnknownIdsAreNotFound() async throws {
         var f = try await ManagerFixture.make()
         defer { f.stop() }
