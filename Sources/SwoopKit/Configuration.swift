@@ -160,6 +160,20 @@ public struct Configuration: Sendable {
 
     /// The proxy settings (by default, the environment's `*_proxy` variables, as curl reads them).
     public var proxy = Proxy()
+
+    /// Rate limits, in bytes per second; `nil` is no limit. Changeable while running with
+    /// ``DownloadManager/setDefaultRateLimit(_:)``, ``DownloadManager/setRateLimit(_:bytesPerSecond:)``
+    /// and ``DownloadManager/setOverallRateLimit(_:)``.
+    public struct Limits: Sendable, Hashable {
+        /// The limit of each download that names none of its own (``DownloadRequest/bytesPerSecond``).
+        public var perDownloadBytesPerSecond: Int?
+        /// The limit of all downloads together.
+        public var overallBytesPerSecond: Int?
+        public init() {}
+    }
+
+    /// Rate limits (none by default).
+    public var limits = Limits()
 }
 
 /// Facts about the library.

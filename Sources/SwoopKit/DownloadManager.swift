@@ -28,6 +28,7 @@ public actor DownloadManager {
     let store: any DownloadStore
     let logger: Logger
     let client: HTTPClientPool
+    let rateLimits: RateLimits
     private let hub = EventHub()
     private let live = LiveTransfers()
     private var queue: DownloadQueue
@@ -78,6 +79,7 @@ public actor DownloadManager {
         self.configuration = configuration
         self.store = store
         self.logger = logger
+        self.rateLimits = try RateLimits(configuration.limits)
         self.client = try HTTPClientPool(configuration)
         self.queue = DownloadQueue(
             limits: .init(maxConcurrent: configuration.queue.maxConcurrentDownloads, maxPerHost: configuration.queue.maxPerHost)
@@ -147,8 +149,8 @@ public actor DownloadManager {
     /// - Throws: ``SwoopError``; ``SwoopError/Code/cancelled`` when the task was cancelled (progress saved).
     public func download(_ request: DownloadRequest) async throws -> DownloadOutcome {
         guard phase == .idle || phase == .running else { throw Self.stoppedError }
-        let job = transferJob(request)
         let id = Download.ID.make()
+        let job = transferJob(request, id: id)
         let task = Task { try await job() }
         live.register(id, task: task)
         defer { live.unregister(id) }
@@ -222,6 +224,7 @@ public actor DownloadManager {
             toSave.append(record)
             entries.append(Self.entry(record))
         }
+        try rateLimits.remember(requests, ids: ids)
         nextPosition = position
         try store.save(contentsOf: toSave)
         for record in toSave { hub.publish(.added(record.snapshot())) }
@@ -616,7 +619,7 @@ public actor DownloadManager {
         // A shutdown that began meanwhile must not find a transfer it did not cancel.
         guard phase == .running else { return }
         // The manager announced it when it was added: the transfer's own `added` would be a second one.
-        let job = transferJob(request, queued: true)
+        let job = transferJob(request, id: id, queued: true)
         // Known to be live before the task can emit anything, so its terminal event is seen.
         live.reserve(id)
         let task = Task { try await job() }
@@ -801,12 +804,16 @@ public actor DownloadManager {
     ///   transfer's own `added` would be a second one), and a record another process paused or
     ///   removed is left alone.
     private nonisolated func transferJob(
-        _ request: DownloadRequest, queued: Bool = false
+        _ request: DownloadRequest, id: Download.ID, queued: Bool = false
     ) -> @Sendable () async throws -> DownloadOutcome {
         let (hub, live, client, configuration, store, logger) = (hub, live, client, configuration, store, logger)
+        let rateLimits = rateLimits
         return {
+            let throttle = try rateLimits.start(id, requested: request.bytesPerSecond)
+            defer { rateLimits.finish(id) }
             let transfer = Transfer(
                 request: request, client: client, configuration: configuration, store: store, logger: logger, queued: queued,
+                throttle: throttle,
                 emit: { event in
                     if queued, case .added = event { return }
                     guard live.note(event) else { return }

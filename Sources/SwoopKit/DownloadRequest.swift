@@ -26,6 +26,10 @@ public struct DownloadRequest: Sendable {
     public var collisionPolicy: CollisionPolicy = .rename
     /// Higher priorities leave the waiting queue first.
     public var priority: Int = 0
+    /// This download's own rate limit in bytes per second, instead of
+    /// ``Configuration/Limits/perDownloadBytesPerSecond``; `nil` uses that default. Not stored: it
+    /// holds for the life of the manager it was given to.
+    public var bytesPerSecond: Int?
 
     /// Validates and creates a request.
     ///

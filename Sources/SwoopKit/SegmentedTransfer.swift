@@ -33,6 +33,8 @@ final class SegmentedTransfer: Sendable {
         var bootID: String
         /// The validators every segment's response must match.
         var saved: SavedRepresentation
+        /// The download's rate limits, shared by all its connections.
+        var throttle: Throttle = .none
         /// Reports progress: (bytes done, speed, live connections).
         var progress: @Sendable (Int, Double, Int) -> Void
     }
@@ -245,6 +247,7 @@ final class SegmentedTransfer: Sendable {
             }
             try context.part.write(chunk, at: position.at)
             try recordWrite(segmentAt: start, bytes: position.count)
+            try await context.throttle.consume(position.count)
         }
         return state.withLockedValue { $0.plan.segment(at: start)?.isFinished ?? true }
     }

@@ -29,6 +29,7 @@ final class Transfer {
     private let store: any DownloadStore
     private let logger: Logger
     private let emit: @Sendable (DownloadEvent) -> Void
+    private let throttle: Throttle
     private let bootID = FileSystem.bootID
     /// Set when a failed flush could not be followed by cutting the part file back: the file's
     /// length must not be trusted even in this boot, so the records name no boot.
@@ -66,8 +67,9 @@ final class Transfer {
 
     init(
         request: DownloadRequest, client: HTTPClientPool, configuration: Configuration, store: any DownloadStore,
-        logger: Logger, queued: Bool = false, emit: @escaping @Sendable (DownloadEvent) -> Void
+        logger: Logger, queued: Bool = false, throttle: Throttle = .none, emit: @escaping @Sendable (DownloadEvent) -> Void
     ) {
+        self.throttle = throttle
         self.request = request
         self.queued = queued
         self.client = client
@@ -409,6 +411,7 @@ final class Transfer {
                 headers: configuration.headers + request.headers, part: part, store: store, recordID: record.id,
                 bootID: recordedBootID,
                 saved: SavedRepresentation(offset: 0, totalBytes: plan.total, etag: record.etag, lastModified: record.lastModified),
+                throttle: throttle,
                 progress: { done, speed, connections in
                     var download = base
                     download.completedBytes = done
@@ -563,6 +566,7 @@ final class Transfer {
                 meter.record(bytes: offset, at: now)
                 emit(.progress(snapshot()))
             }
+            try await throttle.consume(count)
         }
     }
 

@@ -118,6 +118,12 @@ struct TransferOptions: ParsableArguments {
         for value in [retryWait, connectTimeout, timeout] where !(value > 0 && value <= 1_000_000) {
             throw ValidationError("timeouts and waits must be between 0 and 1000000 seconds")
         }
+        do {
+            _ = try limits()
+        } catch let error as SwoopError {
+            // One line and exit 2, before any state is created (a ValidationError prints the usage).
+            throw error.exit(on: Console(quiet: false))
+        }
     }
 
     /// The `-H` headers, parsed.
@@ -147,7 +153,34 @@ struct TransferOptions: ParsableArguments {
         if let userAgent { configuration.userAgent = userAgent }
         configuration.lockDirectory = lockDirectory
         proxy.apply(to: &configuration)
+        configuration.limits = try limits()
         return configuration
+    }
+
+    @Option(help: ArgumentHelp("Limit each download to RATE bytes/s (K, M, G suffixes; 0: no limit).", valueName: "rate"))
+    var limitRate: String?
+
+    @Option(help: ArgumentHelp("Limit all downloads together to RATE bytes/s (K, M, G suffixes; 0: no limit).", valueName: "rate"))
+    var maxOverallLimit: String?
+
+    /// The `--limit-rate` and `--max-overall-limit` values.
+    ///
+    /// - Throws: ``SwoopError/Code/invalidArgument`` naming the option and the value.
+    func limits() throws -> SwoopKit.Configuration.Limits {
+        var limits = SwoopKit.Configuration.Limits()
+        limits.perDownloadBytesPerSecond = try Self.rate(limitRate, option: "--limit-rate")
+        limits.overallBytesPerSecond = try Self.rate(maxOverallLimit, option: "--max-overall-limit")
+        return limits
+    }
+
+    /// A rate such as `500K` or `1.5M` in bytes per second (binary units, as sizes); `0` is no limit,
+    /// as in aria2.
+    static func rate(_ text: String?, option: String) throws -> Int? {
+        guard let text else { return nil }
+        guard let bytes = ByteFormatting.parseSize(text) else {
+            throw SwoopError(.invalidArgument, "invalid \(option) '\(text)': give bytes per second such as 500K, 2M or 1G (0 for no limit)")
+        }
+        return bytes == 0 ? nil : bytes
     }
 }
 

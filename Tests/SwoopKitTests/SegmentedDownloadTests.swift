@@ -41,6 +41,21 @@ struct SegmentedDownloadTests {
         #expect(f.files() == ["s.bin"])
     }
 
+    /// A download's rate limit holds for all its connections together.
+    @Test func theRateLimitCoversEveryConnection() async throws {
+        var f = try await Self.fixture(connections: 4, minSplit: 256 << 10)
+        defer { f.stop() }
+        f.configuration.limits.perDownloadBytesPerSecond = 1 << 20
+        let body = f.serve("/limited.bin", size: 2 << 20)
+        let began = ContinuousClock.now
+        let (result, _) = await f.download(try f.request("/limited.bin"))
+        _ = try result.get()
+        #expect(sha256(file: f.path("limited.bin")) == sha256(body))
+        #expect(f.server.requests(to: "/limited.bin").count >= 3)
+        // 2 MiB at 1 MiB/s, however many connections: at least ~1.8 s.
+        #expect(ContinuousClock.now - began >= .milliseconds(1_800))
+    }
+
     @Test func aSlowConnectionDoesNotHoldUpTheEnd() async throws {
         let f = try await Self.fixture(connections: 2, minSplit: 128 << 10)
         defer { f.stop() }

@@ -1,0 +1,111 @@
+import NIOConcurrencyHelpers
+
+/// The rate limiters of one ``DownloadManager``: the overall limiter, the default rate of a
+/// download, the rates chosen for single downloads, and the limiter of each running transfer
+/// (shared by all of that transfer's connections).
+///
+/// Rates are bytes per second; `nil` is no limit. A download's rate is, first to last: one chosen
+/// with ``DownloadManager/setRateLimit(_:bytesPerSecond:)``, its ``DownloadRequest/bytesPerSecond``,
+/// the default. Changes reach running transfers at once.
+final class RateLimits: Sendable {
+    private struct Running {
+        var limiter: RateLimiter
+        /// Whether the download has no rate of its own, so a new default applies to it.
+        var followsDefault: Bool
+    }
+
+    private struct State {
+        var defaultRate: Int?
+        /// Rates chosen for single downloads; a `nil` value is "no limit of its own".
+        var chosen: [Download.ID: Int?] = [:]
+        var running: [Download.ID: Running] = [:]
+    }
+
+    /// The limit of all downloads together.
+    let overall: RateLimiter
+    private let state: NIOLockedValueBox<State>
+
+    /// The limiters of `limits`.
+    ///
+    /// - Throws: ``SwoopError/Code/invalidArgument`` for a rate below 1.
+    init(_ limits: Configuration.Limits) throws {
+        try Self.validate(limits.perDownloadBytesPerSecond, "the default rate limit")
+        try Self.validate(limits.overallBytesPerSecond, "the overall rate limit")
+        overall = RateLimiter(bytesPerSecond: limits.overallBytesPerSecond)
+        state = NIOLockedValueBox(State(defaultRate: limits.perDownloadBytesPerSecond))
+    }
+
+    /// Changes the limit of all downloads together.
+    func setOverall(_ rate: Int?) throws {
+        try Self.validate(rate, "the overall rate limit")
+        overall.setRate(rate)
+    }
+
+    /// Changes the default rate, for running downloads without a rate of their own too.
+    func setDefault(_ rate: Int?) throws {
+        try Self.validate(rate, "the default rate limit")
+        state.withLockedValue { state in
+            state.defaultRate = rate
+            for running in state.running.values where running.followsDefault {
+                running.limiter.setRate(rate)
+            }
+        }
+    }
+
+    /// Chooses the rate of one download: at once when it runs, else when it starts.
+    func set(_ id: Download.ID, rate: Int?) throws {
+        try Self.validate(rate, "the rate limit of download \(id)")
+        state.withLockedValue { state in
+            state.chosen[id] = .some(rate)
+            state.running[id]?.followsDefault = false
+            state.running[id]?.limiter.setRate(rate)
+        }
+    }
+
+    /// Remembers the rates that queued requests name (``DownloadRequest/bytesPerSecond``).
+    ///
+    /// - Throws: ``SwoopError/Code/invalidArgument`` for a rate below 1, before remembering any.
+    func remember(_ requests: [DownloadRequest], ids: [Download.ID]) throws {
+        for request in requests {
+            try Self.validate(request.bytesPerSecond, "the rate limit of \(request.url.absoluteString)")
+        }
+        state.withLockedValue { state in
+            for (id, request) in zip(ids, requests) {
+                if let rate = request.bytesPerSecond { state.chosen[id] = .some(rate) }
+            }
+        }
+    }
+
+    /// Makes the limiter of a transfer that starts now and returns what its bytes pass through.
+    /// Call ``finish(_:)`` when it ends.
+    ///
+    /// - Parameter requested: The request's own rate (used when none was chosen for `id`).
+    /// - Throws: ``SwoopError/Code/invalidArgument`` for a requested rate below 1.
+    func start(_ id: Download.ID, requested: Int?) throws -> Throttle {
+        try Self.validate(requested, "the rate limit of download \(id)")
+        let limiter = state.withLockedValue { state in
+            let own: Int?? = state.chosen[id] ?? requested.map { .some($0) }
+            let limiter = RateLimiter(bytesPerSecond: own ?? state.defaultRate)
+            state.running[id] = Running(limiter: limiter, followsDefault: own == nil)
+            return limiter
+        }
+        return Throttle(limiters: [limiter, overall])
+    }
+
+    /// Forgets the limiter of a transfer that ended (a chosen rate is kept for its next start).
+    func finish(_ id: Download.ID) {
+        state.withLockedValue { _ = $0.running.removeValue(forKey: id) }
+    }
+
+    /// The current rate of a running download, or `nil` when it has no limit or does not run.
+    func runningRate(_ id: Download.ID) -> Int? {
+        state.withLockedValue { $0.running[id]?.limiter.bytesPerSecond }
+    }
+
+    /// Throws unless `rate` is `nil` or at least 1.
+    static func validate(_ rate: Int?, _ what: String) throws {
+        if let rate, rate < 1 {
+            throw SwoopError(.invalidArgument, "invalid \(what): \(rate) bytes per second (it must be at least 1, or nil for no limit)")
+        }
+    }
+}
