@@ -13,10 +13,11 @@ time, MB/s or files/s, CPU seconds and peak RSS.
 """
 
 import argparse
+
+import benchlib
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,18 +28,8 @@ def say(message):
     print(f"bench-http2: {message}", file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def main():
@@ -54,13 +45,8 @@ def main():
     os.makedirs(os.path.join(www, "small"), exist_ok=True)
     big = os.path.join(www, "big.bin")
     if not os.path.exists(big) or os.path.getsize(big) != args.size:
-        with open(big, "wb") as f:
-            left = args.size
-            while left:
-                block = os.urandom(min(left, 4 << 20))
-                f.write(block)
-                left -= len(block)
-    big_sha = sha256(big)
+        benchlib.write_random(big, args.size)
+    big_sha = benchlib.sha256_file(big)
     small = os.urandom(64 << 10)
     small_sha = hashlib.sha256(small).hexdigest()
     names = [f"s{i:05d}.bin" for i in range(args.count)]
@@ -71,35 +57,11 @@ def main():
     cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
-    port = free_port()
-    conf_dir = os.path.join(work, "nginx")
-    os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    conf = f"""daemon off;
-worker_processes 1;
-{user}pid {conf_dir}/nginx.pid;
-error_log {conf_dir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {conf_dir}/tmp;
-    default_type application/octet-stream;
-    keepalive_requests 100000;
-    http2_max_requests 100000;
-    server {{
-        listen 127.0.0.1:{port} ssl http2;
-        ssl_certificate {cert};
-        ssl_certificate_key {key};
-        root {www};
-    }}
-}}
-"""
-    path = os.path.join(conf_dir, "nginx.conf")
-    with open(path, "w") as f:
-        f.write(conf)
-    nginx = subprocess.Popen([args.nginx, "-p", conf_dir, "-e", os.path.join(conf_dir, "error.log"), "-c", path],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
+    nginx, port, _ = benchlib.start_nginx(
+        args.nginx, work, label="bench-http2", listen=" ssl http2",
+        http="keepalive_requests 100000;\n    http2_max_requests 100000;",
+        server=f"ssl_certificate {cert};\n        ssl_certificate_key {key};\n        root {www};",
+    )
     base = f"https://127.0.0.1:{port}"
     listing = os.path.join(work, "urls.txt")
     with open(listing, "w") as f:
@@ -119,7 +81,7 @@ http {{
         if result.returncode != 0:
             sys.exit(f"bench-http2: {label} failed: {result.stderr[-1500:]}")
         for name in outputs:
-            if sha256(os.path.join(out, name)) != expected:
+            if benchlib.sha256_file(os.path.join(out, name)) != expected:
                 sys.exit(f"bench-http2: {label}: {name} differs from the source")
         user, system, rss = open(timing).read().split()
         say(f"{label}: {wall:.2f} s")
@@ -144,8 +106,7 @@ http {{
                                          "--remote-name-all", "--output-dir", "{out}"] + urls, names, small_sha)
             rows.append((f"{args.count} × 64 KiB", label, wall, f"{args.count / wall:.0f} files/s", cpu, rss))
     finally:
-        nginx.terminate()
-        nginx.wait(timeout=10)
+        benchlib.stop_nginx(nginx)
 
     print(f"### HTTP/1.1 vs HTTP/2 over TLS (nginx on 127.0.0.1, one file of {args.size >> 20} MiB; {args.count} small files, 16 at once)")
     print()

@@ -12,10 +12,11 @@ time, files per second, CPU seconds, peak RSS and the ratio to aria2c as a Markd
 """
 
 import argparse
+
+import benchlib
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,49 +27,11 @@ def say(message):
     print(f"bench-many: {message}", file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_nginx(nginx, work):
-    port = free_port()
-    conf_dir = os.path.join(work, "nginx")
-    os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    conf = f"""daemon off;
-worker_processes 1;
-{user}pid {conf_dir}/nginx.pid;
-error_log {conf_dir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {conf_dir}/tmp;
-    default_type application/octet-stream;
-    keepalive_requests 100000;
-    server {{
-        listen 127.0.0.1:{port};
-        root {work}/www;
-    }}
-}}
-"""
-    path = os.path.join(conf_dir, "nginx.conf")
-    with open(path, "w") as f:
-        f.write(conf)
-    process = subprocess.Popen(
-        [nginx, "-p", conf_dir, "-e", os.path.join(conf_dir, "error.log"), "-c", path],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    process, port, _ = benchlib.start_nginx(
+        nginx, work, label="bench-many", http="keepalive_requests 100000;", server=f"root {work}/www;"
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return process, port
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    sys.exit("bench-many: nginx did not start")
+    return process, port
 
 
 def main():
@@ -123,8 +86,7 @@ def main():
             rows.append((tool, wall, args.count / wall, float(user) + float(system), int(rss) / 1024))
             say(f"{tool}: {wall:.2f} s, {args.count / wall:.0f} files/s")
     finally:
-        nginx.terminate()
-        nginx.wait(timeout=10)
+        benchlib.stop_nginx(nginx)
     aria = next(r for r in rows if r[0] == "aria2c")
     print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive)")
     print()

@@ -21,10 +21,11 @@ Prints a Markdown table on stdout; progress on stderr.
 """
 
 import argparse
+
+import benchlib
 import json
 import os
 import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -37,54 +38,18 @@ def say(message):
     print(f"bench-queue: {message}", file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_nginx(nginx, work):
-    port = free_port()
-    conf_dir = os.path.join(work, "nginx")
-    os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
     www = os.path.join(work, "www")
     os.makedirs(www, exist_ok=True)
     with open(os.path.join(www, "one.bin"), "wb") as f:
         f.write(os.urandom(64 * 1024))
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    conf = f"""daemon off;
-worker_processes 1;
-{user}pid {conf_dir}/nginx.pid;
-error_log {conf_dir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {conf_dir}/tmp;
-    default_type application/octet-stream;
-    server {{
-        listen 127.0.0.1:{port};
-        root {www};
+    process, port, _ = benchlib.start_nginx(
+        nginx, work, label="bench-queue",
+        server=f"""root {www};
         location = /ping {{ return 200 "ok\\n"; }}
-        location /q/ {{ limit_rate 1k; rewrite ^ /one.bin break; }}
-    }}
-}}
-"""
-    path = os.path.join(conf_dir, "nginx.conf")
-    with open(path, "w") as f:
-        f.write(conf)
-    process = subprocess.Popen(
-        [nginx, "-p", conf_dir, "-e", os.path.join(conf_dir, "error.log"), "-c", path],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        location /q/ {{ limit_rate 1k; rewrite ^ /one.bin break; }}""",
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return process, port
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    sys.exit("bench-queue: nginx did not start")
+    return process, port
 
 
 def proc_figures(pid):
@@ -214,11 +179,7 @@ def main():
     finally:
         if swoop and swoop.poll() is None:
             swoop.kill()
-        nginx.terminate()
-        try:
-            nginx.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            nginx.kill()
+        benchlib.stop_nginx(nginx)
 
 
 if __name__ == "__main__":

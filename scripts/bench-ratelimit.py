@@ -17,9 +17,10 @@ finishing included) is printed too. Prints a Markdown table on stdout; progress 
 """
 
 import argparse
+
+import benchlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,59 +39,14 @@ def parse_rate(text):
     return int(float(text[: len(text) - len(unit)]) * UNITS[unit])
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_nginx(nginx, work, files):
     """nginx serving `files` ({name: size}) from a private prefix, without any limit."""
-    port = free_port()
-    conf_dir = os.path.join(work, "nginx")
-    os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
     www = os.path.join(work, "www")
     os.makedirs(www, exist_ok=True)
     for name, size in files.items():
-        with open(os.path.join(www, name), "wb") as f:
-            remaining = size
-            while remaining:
-                chunk = min(remaining, 1 << 20)
-                f.write(os.urandom(chunk))
-                remaining -= chunk
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    conf = f"""daemon off;
-worker_processes 1;
-{user}pid {conf_dir}/nginx.pid;
-error_log {conf_dir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    sendfile on;
-    client_body_temp_path {conf_dir}/tmp;
-    default_type application/octet-stream;
-    server {{
-        listen 127.0.0.1:{port};
-        root {www};
-    }}
-}}
-"""
-    path = os.path.join(conf_dir, "nginx.conf")
-    with open(path, "w") as f:
-        f.write(conf)
-    process = subprocess.Popen(
-        [nginx, "-p", conf_dir, "-e", os.path.join(conf_dir, "error.log"), "-c", path],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return process, port
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    sys.exit("bench-ratelimit: nginx did not start")
+        benchlib.write_random(os.path.join(www, name), size)
+    process, port, _ = benchlib.start_nginx(nginx, work, label="bench-ratelimit", http="sendfile on;", server=f"root {www};")
+    return process, port
 
 
 def size_of(directory, name):
@@ -178,8 +134,7 @@ def main():
             )),
         ]
     finally:
-        nginx.terminate()
-        nginx.wait()
+        benchlib.stop_nginx(nginx)
         shutil.rmtree(work, ignore_errors=True)
 
     mib = 1 << 20

@@ -13,11 +13,11 @@ size: what was fetched twice. Prints Markdown tables on stdout; progress on stde
 """
 
 import argparse
-import hashlib
+
+import benchlib
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,52 +37,16 @@ def parse_size(text):
     return int(text)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_nginx(nginx, work, rate):
-    port = free_port()
-    conf_dir = os.path.join(work, "nginx")
-    os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    log = os.path.join(conf_dir, "access.log")
-    conf = f"""daemon off;
-worker_processes 1;
-{user}pid {conf_dir}/nginx.pid;
-error_log {conf_dir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    log_format bytes '$request_uri $status $body_bytes_sent';
+    log = os.path.join(work, "nginx", "access.log")
+    process, port, _ = benchlib.start_nginx(
+        nginx, work, label="bench-segments",
+        http=f"""log_format bytes '$request_uri $status $body_bytes_sent';
     access_log {log} bytes;
-    client_body_temp_path {conf_dir}/tmp;
-    default_type application/octet-stream;
-    sendfile on;
-    server {{
-        listen 127.0.0.1:{port};
-        root {work}/www;
-        limit_rate {rate};
-    }}
-}}
-"""
-    path = os.path.join(conf_dir, "nginx.conf")
-    with open(path, "w") as f:
-        f.write(conf)
-    process = subprocess.Popen(
-        [nginx, "-p", conf_dir, "-e", os.path.join(conf_dir, "error.log"), "-c", path],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    sendfile on;""",
+        server=f"root {work}/www;\n        limit_rate {rate};",
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return process, port, log
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    sys.exit("bench-segments: nginx did not start")
+    return process, port, log
 
 
 def sent_bytes(log):
@@ -109,12 +73,6 @@ def command(tool, connections, url, out_dir, state):
     raise ValueError(tool)
 
 
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def measure(tool, connections, url, name, work, expected):
@@ -130,7 +88,7 @@ def measure(tool, connections, url, name, work, expected):
     wall = time.monotonic() - started
     if result.returncode != 0:
         sys.exit(f"bench-segments: {tool} -x {connections} failed: {result.stderr[-2000:]}")
-    got = sha256(os.path.join(out_dir, name))
+    got = benchlib.sha256_file(os.path.join(out_dir, name))
     if got != expected:
         sys.exit(f"bench-segments: {tool} -x {connections}: sha-256 {got} differs from the source's {expected}")
     _, user, system, rss = open(os.path.join(work, "time.txt")).read().split()
@@ -161,7 +119,7 @@ def crash(tool, connections, url, name, work, log, size, expected):
     subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, cwd=out_dir, timeout=600)
     time.sleep(0.5)  # nginx writes the log line when the response ends
     path = os.path.join(out_dir, name)
-    exact = os.path.exists(path) and sha256(path) == expected
+    exact = os.path.exists(path) and benchlib.sha256_file(path) == expected
     return sent_bytes(log) - size, exact
 
 
@@ -184,13 +142,8 @@ def main():
     source = os.path.join(work, "www", name)
     if not os.path.exists(source) or os.path.getsize(source) != size:
         say(f"creating {source} ({size} bytes)")
-        with open(source, "wb") as f:
-            remaining = size
-            while remaining:
-                block = os.urandom(min(remaining, 4 << 20))
-                f.write(block)
-                remaining -= len(block)
-    expected = sha256(source)
+        benchlib.write_random(source, size)
+    expected = benchlib.sha256_file(source)
     nginx, port, log = start_nginx(args.nginx, work, args.rate)
     url = f"http://127.0.0.1:{port}/{name}"
     tools = ["swoop", "aria2c", "axel"]
@@ -210,8 +163,7 @@ def main():
             say(f"{tool} crash x8: {resent} bytes sent twice, byte-exact {exact}")
             crashes.append((tool, resent, exact))
     finally:
-        nginx.terminate()
-        nginx.wait(timeout=10)
+        benchlib.stop_nginx(nginx)
 
     print(f"### {size >> 20} MiB from nginx with `limit_rate {args.rate}` per connection ({args.runs} run(s), median)")
     print()

@@ -193,12 +193,7 @@ final class SegmentedTransfer: Sendable {
         let response = try await context.client.swoopGet(
             context.url, headers: headers, configuration: context.configuration, logger: context.logger
         )
-        let head = ResponseHead(
-            status: Int(response.status.code), etag: response.headers.first(name: "ETag"),
-            lastModified: response.headers.first(name: "Last-Modified"),
-            contentLength: response.headers.first(name: "Content-Length").flatMap { Int($0) },
-            contentRange: response.headers.first(name: "Content-Range")
-        )
+        let head = ResponseHead(response)
         switch ResumeDecision.decide(head, saved: saved) {
         case .write(let offset, let total, let restartReason) where offset == segment.next && restartReason == nil:
             guard total == context.saved.totalBytes else {

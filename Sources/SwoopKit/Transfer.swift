@@ -321,12 +321,7 @@ final class Transfer {
             rangeHeaders = []
         }
         let response = try await send(extraHeaders: rangeHeaders ?? [])
-        let head = ResponseHead(
-            status: Int(response.status.code), etag: response.headers.first(name: "ETag"),
-            lastModified: response.headers.first(name: "Last-Modified"),
-            contentLength: response.headers.first(name: "Content-Length").flatMap { Int($0) },
-            contentRange: response.headers.first(name: "Content-Range")
-        )
+        let head = ResponseHead(response)
         switch ResumeDecision.decide(head, saved: saved) {
         case .status(416) where probing:
             await Self.discard(response.body)
@@ -671,6 +666,18 @@ final class Transfer {
 
     private func classify(_ error: any Error) -> SwoopError {
         ErrorClassifier.classify(error, url: record.url, timeouts: configuration.timeouts)
+    }
+}
+
+extension ResponseHead {
+    /// The parts of a response's head that resume decisions look at.
+    init(_ response: HTTPClientResponse) {
+        self.init(
+            status: Int(response.status.code), etag: response.headers.first(name: "ETag"),
+            lastModified: response.headers.first(name: "Last-Modified"),
+            contentLength: response.headers.first(name: "Content-Length").flatMap { Int($0) },
+            contentRange: response.headers.first(name: "Content-Range")
+        )
     }
 }
 

@@ -1,0 +1,87 @@
+"""scripts/benchlib.py — what the benchmark scripts share: a private nginx on 127.0.0.1, random
+files, sha-256 of files. Imported by scripts/bench-*.py (their folder is on sys.path)."""
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(nginx, work, server="", http="", listen="", label="bench"):
+    """Starts nginx in the foreground with its own prefix, pid file and logs under `work`/nginx.
+
+    `server` and `http` are extra directives for the server and http blocks; `listen` is appended to
+    the listen directive (e.g. " ssl http2"). Returns (process, port, nginx directory). Exits the
+    script with a message when nginx does not answer within 10 s.
+    """
+    port = free_port()
+    conf_dir = os.path.join(work, "nginx")
+    os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    conf = f"""daemon off;
+worker_processes 1;
+{user}pid {conf_dir}/nginx.pid;
+error_log {conf_dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {conf_dir}/tmp;
+    default_type application/octet-stream;
+    {http}
+    server {{
+        listen 127.0.0.1:{port}{listen};
+        {server}
+    }}
+}}
+"""
+    path = os.path.join(conf_dir, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    process = subprocess.Popen(
+        [nginx, "-p", conf_dir, "-e", os.path.join(conf_dir, "error.log"), "-c", path],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return process, port, conf_dir
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    sys.exit(f"{label}: nginx did not start (see {conf_dir}/error.log)")
+
+
+def stop_nginx(process):
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def write_random(path, size):
+    """Writes `size` random bytes to `path` (in 4 MiB blocks)."""
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            block = os.urandom(min(left, 4 << 20))
+            f.write(block)
+            left -= len(block)
+
+
+def sha256_file(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
