@@ -27,13 +27,15 @@ def start_nginx(nginx, work, server="", http="", listen="", label="bench"):
     conf_dir = os.path.join(work, "nginx")
     os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
     user = "user root;\n" if os.geteuid() == 0 else ""
+    # `access_log off` would cancel a log the caller asks for in `http`.
+    access = "" if "access_log" in http else "access_log off;"
     conf = f"""daemon off;
 worker_processes 1;
 {user}pid {conf_dir}/nginx.pid;
 error_log {conf_dir}/error.log warn;
 events {{ worker_connections 1024; }}
 http {{
-    access_log off;
+    {access}
     client_body_temp_path {conf_dir}/tmp;
     default_type application/octet-stream;
     {http}
