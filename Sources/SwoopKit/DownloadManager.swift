@@ -388,7 +388,7 @@ public actor DownloadManager {
     private func withDownloadLock(_ id: Download.ID, _ body: (inout DownloadRecord) throws -> Void) throws -> DownloadRecord {
         let first = try existingRecord(id)
         let lock = try configuration.lockDirectory.map { directory in
-            try ProcessLock.acquire(Transfer.lockPath(for: first, in: directory), what: first.url)
+            try ProcessLock.acquire(key: Transfer.lockKey(for: first), in: directory, what: first.url)
         }
         defer { withExtendedLifetime(lock) {} }
         var record = try existingRecord(id)
@@ -767,7 +767,7 @@ public actor DownloadManager {
     /// Throws ``SwoopError/Code/inUse`` when another process holds the download's lock.
     static func checkNotRunningElsewhere(_ record: DownloadRecord, lockDirectory: String?) throws {
         guard let lockDirectory else { return }
-        _ = try ProcessLock.acquire(Transfer.lockPath(for: record, in: lockDirectory), what: record.url)
+        _ = try ProcessLock.acquire(key: Transfer.lockKey(for: record), in: lockDirectory, what: record.url)
     }
 
     private func saveQueueEntries(_ entries: [DownloadQueue.Entry]) throws {

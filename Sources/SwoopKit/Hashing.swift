@@ -2,7 +2,12 @@ import Crypto
 
 enum Hashing {
     static func sha256Hex(_ text: String) -> String {
-        hex(SHA256.hash(data: Array(text.utf8)))
+        hex(sha256(text))
+    }
+
+    /// The sha-256 digest of a text's UTF-8 bytes.
+    static func sha256(_ text: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(text.utf8)))
     }
 
     /// Lower-case hex of a digest's bytes.

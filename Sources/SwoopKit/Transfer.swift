@@ -91,7 +91,7 @@ final class Transfer {
     func run() async throws -> DownloadOutcome {
         try FileSystem.checkWritableDirectory(request.directory)
         let lock = try configuration.lockDirectory.map { directory in
-            try ProcessLock.acquire(Self.lockPath(for: record, in: directory), what: request.url.absoluteString)
+            try ProcessLock.acquire(key: Self.lockKey(for: record), in: directory, what: request.url.absoluteString)
         }
         defer { withExtendedLifetime(lock) {} }
 
@@ -117,10 +117,9 @@ final class Transfer {
         return .downloaded(try await transferWithRetries())
     }
 
-    /// The lock file of a download (one per URL, directory and requested name).
-    static func lockPath(for record: DownloadRecord, in directory: String) -> String {
-        let key = "\(record.url)\n\(record.directory)\n\(record.requestedName)"
-        return (directory as NSString).appendingPathComponent(Hashing.sha256Hex(key) + ".lock")
+    /// What a download's cross-process lock is keyed by (its URL, directory and requested name).
+    static func lockKey(for record: DownloadRecord) -> String {
+        "\(record.url)\n\(record.directory)\n\(record.requestedName)"
     }
 
     /// A completed record whose file is still as Swoop left it needs no work.
