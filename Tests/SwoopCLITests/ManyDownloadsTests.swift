@@ -278,6 +278,27 @@ struct ManyDownloadsTests {
         #expect(try await list().isEmpty)
     }
 
+    /// `swoop resume -H` replaces a stored header of the same name (a fresh token), once, and keeps
+    /// the others.
+    @Test func resumeHeadersReplaceStoredOnesOfTheSameName() async throws {
+        defer { stop() }
+        let body = Resource.random(size: 1_000_000, seed: 5)
+        server.serve("/h.bin", Resource(body: body, etag: "\"h\""))
+        server.enqueue("/h.bin", .stallAfter(bytes: 300_000))
+        let running = try start("get", ["-H", "X-Token: old", "-H", "X-Keep: yes", server.url("/h.bin")] + transferOptions())
+        #expect(await eventually { fileSize(out + "/h.bin.swoop") == 300_000 })
+        running.signal(SIGINT)
+        #expect(await running.wait().status == 130)
+
+        let resumed = try await swoop("resume", ["-H", "x-token: new", "--retry-wait", "0.01"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(sha256Hex(file: out + "/h.bin") == sha256Hex(body))
+        let last = try #require(server.requests(to: "/h.bin").last)
+        #expect(last.header("Range") == "bytes=300000-")
+        #expect(last.headers.filter { $0.name.lowercased() == "x-token" }.map(\.value) == ["new"])
+        #expect(last.header("X-Keep") == "yes")
+    }
+
     /// `swoop pause` of a download waiting in another process's queue: that process skips it.
     @Test func pausingAWaitingDownloadOfAnotherProcessSkipsIt() async throws {
         defer { stop() }
