@@ -303,19 +303,19 @@ struct ManyDownloadsTests {
     @Test func pausingAWaitingDownloadOfAnotherProcessSkipsIt() async throws {
         defer { stop() }
         let bodies = serveMany(3, size: 400_000, on: server)
-        server.enqueue("/f000.bin", .stallAfter(bytes: 100_000))
-        // Slow enough (a 3 s stall, then ~2 s for the second file) that the `pause` below, two process
-        // launches away, lands while the third still waits, even on a loaded machine.
-        server.setDefault("/f001.bin", .throttle(bytesPerSecond: 200_000))
-        let running = try start("get", ["-j", "1", "--timeout", "3", server.url("/f000.bin"), server.url("/f001.bin"), server.url("/f002.bin")] + transferOptions())
-        #expect(await eventually { fileSize(out + "/f000.bin.swoop") == 100_000 })
+        // The first download crawls (about 8 s) so that the `pause` below, two process launches away,
+        // lands while the third still waits even on a loaded machine; the wait is measured at the
+        // server, which a busy test process cannot miss.
+        server.setDefault("/f000.bin", .throttle(bytesPerSecond: 50_000))
+        let running = try start("get", ["-j", "1", server.url("/f000.bin"), server.url("/f001.bin"), server.url("/f002.bin")] + transferOptions())
+        #expect(await eventually { server.bodyBytesSent(to: "/f000.bin") >= 20_000 })
         let listing = try await list()
         let third = try #require(listing.first { ($0["url"] as? String) == server.url("/f002.bin") }?["id"] as? String)
         let pause = try await swoop("pause", [third])
         #expect(pause.status == 0, "\(pause.stderr)")
         #expect(pause.stdoutLines == ["paused \(third.prefix(8)) \(server.url("/f002.bin"))"])
 
-        // The stalled first download times out, retries, finishes; the second runs; the third is skipped.
+        // The first download finishes, the second runs, the third is skipped.
         let result = await running.wait(timeout: .seconds(60))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderrLines.contains("swoop: \(server.url("/f002.bin")) was paused"))
