@@ -126,19 +126,8 @@ final class PartFile: Sendable {
     /// Starts an `fdatasync` on a background queue unless one is running; when it finishes,
     /// ``syncedBytes`` becomes `offset`. The caller keeps writing meanwhile.
     func syncInBackground(upTo offset: Int) {
-        let start = sync.withLockedValue { state -> Bool in
-            guard !state.inFlight else { return false }
-            state.inFlight = true
-            return true
-        }
-        guard start else { return }
-        syncQueue.async { [fd, sync] in
-            let failed = fdatasync(fd) != 0 ? errno : nil
-            sync.withLockedValue { state in
-                state.inFlight = false
-                if let failed { state.error = failed } else { state.synced = max(state.synced, offset) }
-            }
-        }
+        let sync = self.sync
+        syncInBackground { sync.withLockedValue { $0.synced = max($0.synced, offset) } }
     }
 
     /// Starts an `fdatasync` on a background queue unless one is running, and calls `then` when it

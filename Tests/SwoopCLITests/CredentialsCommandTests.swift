@@ -15,10 +15,7 @@ struct CredentialsCommandTests {
     init() async throws {
         first = try await TestServer.start(host: "127.0.0.1")
         second = try await TestServer.start(host: "127.0.0.2")
-        root = NSTemporaryDirectory() + "swoop-cli-\(UUID().uuidString)"
-        out = root + "/out"
-        state = root + "/state"
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        (root, out, state) = try SwoopBinary.workspace("swoop-cli")
     }
 
     func get(_ arguments: [String]) async throws -> SwoopBinary.Result {

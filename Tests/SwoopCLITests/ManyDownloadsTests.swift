@@ -17,10 +17,7 @@ struct ManyDownloadsTests {
 
     init() async throws {
         server = try await TestServer.start()
-        root = NSTemporaryDirectory() + "swoop-many-\(UUID().uuidString)"
-        out = root + "/out"
-        state = root + "/state"
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        (root, out, state) = try SwoopBinary.workspace("swoop-many")
     }
 
     func swoop(_ command: String, _ arguments: [String], timeout: Duration = .seconds(90)) async throws -> SwoopBinary.Result {

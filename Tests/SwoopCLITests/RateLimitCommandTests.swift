@@ -13,10 +13,7 @@ struct RateLimitCommandTests {
 
     init() async throws {
         server = try await TestServer.start()
-        root = NSTemporaryDirectory() + "swoop-cli-\(UUID().uuidString)"
-        out = root + "/out"
-        state = root + "/state"
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        (root, out, state) = try SwoopBinary.workspace("swoop-cli")
     }
 
     func get(_ arguments: [String]) async throws -> SwoopBinary.Result {

@@ -16,10 +16,7 @@ struct SegmentedCommandTests {
 
     init() async throws {
         server = try await TestServer.start()
-        root = NSTemporaryDirectory() + "swoop-x-\(UUID().uuidString)"
-        out = root + "/out"
-        state = root + "/state"
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        (root, out, state) = try SwoopBinary.workspace("swoop-x")
     }
 
     func arguments(_ extra: [String]) -> [String] {

@@ -83,6 +83,14 @@ struct SwoopBinary {
         }
     }
 
+    /// A fresh directory for one test: `root`, its `out` (created: downloads go there) and its
+    /// `state` (not created: the binary makes it, and some tests check that it did not).
+    static func workspace(_ prefix: String) throws -> (root: String, out: String, state: String) {
+        let root = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root + "/out", withIntermediateDirectories: true)
+        return (root, root + "/out", root + "/state")
+    }
+
     static func run(
         _ arguments: [String], in directory: String, executable: String = SwoopBinary.path, timeout: Duration = .seconds(60),
         environment: [String: String]? = nil
