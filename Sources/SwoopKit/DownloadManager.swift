@@ -478,6 +478,9 @@ public actor DownloadManager {
                 changed.append(record)
             case .completed:
                 guard let path = record.destinationPath else { continue }
+                if !queue.contains(record.id), !live.contains(record.id), finishesInterruptedPublish(record) {
+                    report.published.append(record.id)
+                }
                 let problem: String?
                 if let now = FileSystem.sizeAndModified(path) {
                     problem = now.size == record.finalSize && now.modified == record.finalModified
@@ -550,6 +553,8 @@ public actor DownloadManager {
             await withCheckedContinuation { runFinished.append($0) }
         }
         await live.waitForAll()
+        // The renames of finished downloads, made durable once per directory (see `Transfer.finish`).
+        _ = try? await DiskWork.run { FileSystem.syncDirectories() }
         phase = .stopped
         wakeIdleWaiters(force: true)
         hub.finish()
@@ -765,6 +770,16 @@ public actor DownloadManager {
     }
 
     /// Throws ``SwoopError/Code/inUse`` when another process holds the download's lock.
+    /// Renames the part file of a download recorded completed whose process stopped before the
+    /// rename, holding the download's lock meanwhile. Whether it did.
+    private func finishesInterruptedPublish(_ record: DownloadRecord) -> Bool {
+        let lock = try? configuration.lockDirectory.map { directory in
+            try ProcessLock.acquire(key: Transfer.lockKey(for: record), in: directory, what: record.url)
+        }
+        guard configuration.lockDirectory == nil || lock != nil else { return false }
+        return withExtendedLifetime(lock) { (try? Transfer.finishInterruptedPublish(of: record)) == true }
+    }
+
     static func checkNotRunningElsewhere(_ record: DownloadRecord, lockDirectory: String?) throws {
         guard let lockDirectory else { return }
         _ = try ProcessLock.acquire(key: Transfer.lockKey(for: record), in: lockDirectory, what: record.url)
@@ -846,6 +861,8 @@ public struct DownloadStats: Sendable, Hashable, Codable {
 public struct ReconciliationReport: Sendable, Hashable {
     /// Downloads a dead process left active, now waiting again.
     public var recovered: [Download.ID] = []
+    /// Completed downloads whose part file a stopped process had not yet renamed; renamed now.
+    public var published: [Download.ID] = []
     /// Completed downloads whose file is gone or changed (marked in their error).
     public var changedFiles: [Download.ID] = []
     /// Part files no download record owns; left in place.

@@ -141,6 +141,13 @@ public protocol DownloadStore: Sendable {
     /// Inserts or replaces a record; `durable: false` may lose the write in a power loss (not in a
     /// process crash), for state that is cheap to lose, like "active".
     func save(_ record: DownloadRecord, durable: Bool) throws
+    /// Writes what a transfer changes (state, file, validators, progress, request options) into an
+    /// existing record, leaving its key, queue place (priority, position) and creation time as they
+    /// are, so that a transfer never undoes a `move` or `setPriority`. A record that is gone stays gone.
+    func update(_ record: DownloadRecord, durable: Bool) throws
+    /// Marks a waiting download active, for `ls` while its first request is under way. A record in
+    /// any other state is left alone.
+    func markActive(id: Download.ID, at date: Date) throws
     /// The records for many (URL, directory, requested name) keys at once; keys without a record
     /// are left out.
     func find(_ keys: [DownloadKey]) throws -> [DownloadRecord]
@@ -173,6 +180,22 @@ extension DownloadStore {
 
     public func save(_ record: DownloadRecord, durable: Bool) throws {
         try save(record)
+    }
+
+    public func update(_ record: DownloadRecord, durable: Bool) throws {
+        guard let stored = try self.record(id: record.id) else { return }
+        var merged = record
+        merged.priority = stored.priority
+        merged.position = stored.position
+        merged.createdAt = stored.createdAt
+        try save(merged, durable: durable)
+    }
+
+    public func markActive(id: Download.ID, at date: Date) throws {
+        guard var stored = try record(id: id), stored.state == .waiting else { return }
+        stored.state = .active
+        stored.updatedAt = date
+        try save(stored, durable: false)
     }
 
     /// Deletes many records.

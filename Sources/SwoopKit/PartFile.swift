@@ -270,10 +270,25 @@ enum FileSystem {
             }
             guard rename(part, final) == 0 else { throw SwoopError.fileSystem("rename \(part) to", path: final, errno: errno) }
         }
-        syncDirectory((final as NSString).deletingLastPathComponent)
+        let directory = (final as NSString).deletingLastPathComponent
+        unsyncedDirectories.withLockedValue { _ = $0.insert(directory) }
     }
 
-    /// Makes a rename durable.
+    /// Directories with renames not yet flushed (``syncDirectories()``).
+    private static let unsyncedDirectories = NIOLockedValueBox(Set<String>())
+
+    /// Flushes the directories files were published into since the last call, so that the renames
+    /// survive a power loss (the records already do, and a lost rename is redone by the next run).
+    /// The manager calls it when it shuts down: one `fsync` per directory, not one per file.
+    static func syncDirectories() {
+        let directories = unsyncedDirectories.withLockedValue { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
+        for directory in directories.sorted() { syncDirectory(directory) }
+    }
+
+    /// Makes the renames in `path` durable.
     static func syncDirectory(_ path: String) {
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }

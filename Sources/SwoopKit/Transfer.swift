@@ -61,6 +61,9 @@ final class Transfer {
 
     private static let maxRestarts = 3
 
+    /// How long a download waits for its first answer before its record says `active`.
+    static let activeMarkDelay = Duration.milliseconds(200)
+
     /// Whether the manager's queue started this transfer: then a record that another process paused
     /// or removed meanwhile is left alone, not resumed as a rerun of the same command would.
     private let queued: Bool
@@ -126,6 +129,10 @@ final class Transfer {
     private func recogniseCompleted() throws -> Download? {
         guard record.state == .completed, let path = record.destinationPath else { return nil }
         if let now = FileSystem.sizeAndModified(path), now.size == record.finalSize, now.modified == record.finalModified {
+            if let partPath = record.partPath, FileSystem.isSameFile(partPath, path) { unlink(partPath) }
+            return record.snapshot()
+        }
+        if try Self.finishInterruptedPublish(of: record) {
             return record.snapshot()
         }
         let why = FileSystem.exists(path) ? "was changed since it was downloaded" : "was removed"
@@ -136,7 +143,7 @@ final class Transfer {
             id: keep.id, url: keep.url, directory: keep.directory, requestedName: keep.requestedName,
             bootID: bootID, checksum: keep.checksum, now: keep.createdAt
         )
-        try storeCall { try store.save(record) }
+        try storeCall { try store.update(record, durable: true) }
         return nil
     }
 
@@ -171,10 +178,12 @@ final class Transfer {
         if !FileSystem.exists(partPath), let total = record.totalBytes, record.committedBytes == total,
             FileSystem.sizeAndModified(finalPath)?.size == total
         {
-            // The process died between the rename and recording it: the file is complete.
+            // The process died between the rename and recording it (earlier Swoop renamed first):
+            // the file is complete.
             offset = total
             try transition(.start)
-            return try recordCompleted(finalPath: finalPath)
+            let stat = FileSystem.sizeAndModified(finalPath)
+            return try recordCompleted(size: stat?.size ?? total, modified: stat?.modified)
         }
         if let segments = record.segments {
             return try reopenSegments(segments, partPath: partPath)
@@ -206,22 +215,27 @@ final class Transfer {
         offset = trusted.completedBytes
         record.committedBytes = offset
         record.syncedBytes = trusted.syncedBytes
-        try storeCall { try store.save(record) }
+        try storeCall { try store.update(record, durable: true) }
     }
 
     private func transferWithRetries() async throws -> Download {
         let backoff = Backoff(policy: configuration.retry)
         var failures = 0
-        // Active from the first connection attempt to the end, backoff sleeps included; other
-        // processes (`swoop ls`, `pause`) see it at once (a cheap, non-durable write).
+        // Active from the first connection attempt to the end, backoff sleeps included. The first
+        // save of progress records it; one whose first answer is slow to come is marked active for
+        // other processes (`swoop ls`) after a moment, so a small download writes one record less.
         try transition(.start)
-        record.updatedAt = Date()
-        try storeCall { try store.save(record, durable: false) }
+        let mark = Self.markActiveLater(id: record.id, in: store)
+        defer { mark.cancel() }
         while true {
             let writtenBefore = bytesWritten
             do {
                 try Task.checkCancellation()
-                if try await attempt() { return try finish() }
+                if try await attempt() {
+                    // fdatasync, rename, directory fsync and a durable save: on a disk thread.
+                    let transfer = Exclusive(value: self)
+                    return try await DiskWork.run { try transfer.value.finish() }
+                }
                 continue
             } catch let error as CancellationError {
                 throw stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), state: .paused)
@@ -249,6 +263,13 @@ final class Transfer {
         }
     }
 
+    private static func markActiveLater(id: Download.ID, in store: any DownloadStore) -> Task<Void, Never> {
+        Task {
+            guard (try? await Task.sleep(for: activeMarkDelay)) != nil else { return }
+            try? store.markActive(id: id, at: Date())
+        }
+    }
+
     /// Saves progress, records the error and state, and returns the error to throw.
     private func stop(_ error: SwoopError, state: Download.State) -> SwoopError {
         let request: DownloadStateMachine.Request = state == .paused ? .pause : .fail
@@ -259,7 +280,9 @@ final class Transfer {
         return error
     }
 
-    private func saveProgress(error: SwoopError?) throws {
+    /// - Parameter durable: `false` only where a power loss that rolls the save back cannot make a
+    ///   later run misread the part file (see `attempt()`).
+    private func saveProgress(error: SwoopError?, durable: Bool = true) throws {
         if let segmented {
             // Every segment's progress, after one more flush (or, if that fails, only what was flushed).
             if let part, (try? part.flush()) != nil {
@@ -277,7 +300,7 @@ final class Transfer {
             record.bytesPerSecond = 0
             record.lastError = error?.message
             record.updatedAt = Date()
-            return try storeCall { try store.save(record) }
+            return try storeCall { try store.update(record, durable: durable) }
         }
         if let part {
             if (try? part.syncNow(upTo: offset)) == nil {
@@ -290,7 +313,7 @@ final class Transfer {
         record.bytesPerSecond = record.state == .active ? meter.bytesPerSecond : 0
         record.lastError = error?.message
         record.updatedAt = Date()
-        try storeCall { try store.save(record) }
+        try storeCall { try store.update(record, durable: durable) }
     }
 
     // MARK: - One attempt
@@ -341,6 +364,10 @@ final class Transfer {
                 emit(.notice(snapshot(), "\(restartReason); starting over from 0"))
                 try resetToZero()
             }
+            // A record that names no representation and no progress (a fresh download, or one
+            // durably reset to zero) can be rolled back by a power loss without harm: the bytes that
+            // follow are then attributed to nothing. Only then may the save below skip the flush.
+            let blank = record.etag == nil && record.lastModified == nil && record.committedBytes == 0 && record.segments == nil
             if part == nil {
                 try claimFile(response: response)
             } else if start == 0, restartReason == nil {
@@ -361,7 +388,7 @@ final class Transfer {
                 emit(.started(snapshot()))
                 return try await runSegments(plan, first: response.body)
             }
-            try saveProgress(error: nil)
+            try saveProgress(error: nil, durable: !blank)
             emit(.started(snapshot()))
             try await stream(response.body)
             if probing, let total, offset < total, let range = head.contentRange.flatMap(ContentRange.init(parsing:)),
@@ -453,7 +480,7 @@ final class Transfer {
         record.lastModified = nil
         record.committedBytes = 0
         record.syncedBytes = 0
-        try storeCall { try store.save(record) }
+        try storeCall { try store.update(record, durable: true) }
         try part?.truncate(to: 0)
     }
 
@@ -598,7 +625,11 @@ final class Transfer {
         if (try? part.truncate(to: offset)) == nil { distrustFileLength = true }
     }
 
-    /// Flushes, verifies and renames the part file; records the completed download.
+    /// Flushes and verifies the part file, records the download completed, then renames the file.
+    ///
+    /// The record comes first, durably: a crash between the two leaves a completed record beside its
+    /// part file, and the next run finishes the rename (``finishInterruptedPublish(of:)``). So the
+    /// rename needs no directory `fsync` of its own; the directories are flushed once at shutdown.
     private func finish() throws -> Download {
         guard let part, let partPath = record.partPath, let finalPath = record.destinationPath else {
             throw SwoopError(.fileSystem, "no part file for \(record.url)")
@@ -620,29 +651,51 @@ final class Transfer {
                 )
             }
         }
-        try storeCall {
-            try store.checkpoint(id: record.id, committedBytes: offset, syncedBytes: offset, bootID: bootID, bytesPerSecond: 0)
+        // A rename keeps size and modification time: these are what the final file will show.
+        let stat = FileSystem.sizeAndModified(partPath)
+        try recordCompleted(size: stat?.size ?? offset, modified: stat?.modified)
+        do {
+            try FileSystem.publish(partPath, as: finalPath, replace: request.collisionPolicy == .overwrite)
+        } catch {
+            // Not published, so not complete: the bytes stay in the part file, and the failure
+            // that follows records that.
+            record.state = .active
+            record.finalSize = nil
+            record.finalModified = nil
+            throw error
         }
-        try FileSystem.publish(partPath, as: finalPath, replace: request.collisionPolicy == .overwrite)
         self.part = nil
-        try recordCompleted(finalPath: finalPath)
         let done = record.snapshot()
         emit(.completed(done))
         return done
     }
 
-    private func recordCompleted(finalPath: String) throws {
-        let stat = FileSystem.sizeAndModified(finalPath)
+    private func recordCompleted(size: Int, modified: Double?) throws {
         try transition(.complete)
         record.segments = nil
         record.committedBytes = offset
         record.syncedBytes = offset
-        record.finalSize = stat?.size ?? offset
-        record.finalModified = stat?.modified
+        record.finalSize = size
+        record.finalModified = modified
         record.bytesPerSecond = 0
         record.lastError = nil
         record.updatedAt = Date()
-        try storeCall { try store.save(record) }
+        try storeCall { try store.update(record, durable: true) }
+    }
+
+    /// Finishes the rename of a download recorded completed whose process stopped before renaming
+    /// its part file (or between the `link` and the `unlink` of the rename). Returns whether the
+    /// final file is now in place; `false` when the part file is not the completed one.
+    static func finishInterruptedPublish(of record: DownloadRecord) throws -> Bool {
+        guard record.state == .completed, let partPath = record.partPath, let finalPath = record.destinationPath,
+            let part = FileSystem.sizeAndModified(partPath), part.size == record.finalSize, part.modified == record.finalModified
+        else { return false }
+        if FileSystem.isSameFile(partPath, finalPath) {
+            unlink(partPath)
+            return true
+        }
+        try FileSystem.publish(partPath, as: finalPath, replace: record.collisionPolicy == .overwrite)
+        return true
     }
 
     // MARK: - Helpers

@@ -1,0 +1,78 @@
+import Foundation
+import NIOPosix
+
+/// Where disk work that blocks runs: `fdatasync`, `fsync` and the store's durable commits.
+///
+/// Swift's cooperative pool has one thread per core. A download that waits there for the disk
+/// holds a thread every other download needs for its bytes, and on two cores no more than two
+/// downloads could flush at once. These threads only ever wait for the disk, so many downloads
+/// flush in parallel and the cooperative threads stay free.
+enum DiskWork {
+    /// Enough threads for the flushes of as many downloads as usually run at once; more simply queue.
+    static let threadCount = 16
+
+    private static let pool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: threadCount)
+        pool.start()
+        return pool
+    }()
+
+    /// Runs `body` on a disk thread and returns its result.
+    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await pool.runIfActive(body)
+    }
+}
+
+/// Carries a value that is not `Sendable` to a disk thread and back while its owner waits for the
+/// result, so that only one thread uses it at any time.
+struct Exclusive<Value>: @unchecked Sendable {
+    let value: Value
+}
+
+/// Flushes one file (or directory) to disk on behalf of many callers: every write a caller finished
+/// before calling ``sync()`` is on disk when it returns, and callers who arrive while a flush runs
+/// share the next one instead of each paying for their own (a group commit).
+package final class GroupSync: @unchecked Sendable {
+    private let condition = NSCondition()
+    private let flush: @Sendable () throws -> Void
+    // Guarded by `condition`.
+    private var started: UInt64 = 0
+    private var finished: UInt64 = 0
+    private var running = false
+    private var failure: (generation: UInt64, error: any Error)?
+
+    /// - Parameter flush: Makes everything written so far durable (`fsync` of the file); throws when
+    ///   it cannot.
+    package init(flush: @escaping @Sendable () throws -> Void) {
+        self.flush = flush
+    }
+
+    /// Returns once a flush that started after this call has finished. Blocks: call it from a disk
+    /// thread (``DiskWork``) or where blocking is acceptable.
+    ///
+    /// - Throws: The error of that flush (or of a later one that failed before this caller woke).
+    package func sync() throws {
+        condition.lock()
+        defer { condition.unlock() }
+        // A flush already running may have started before the caller's write: it does not count.
+        let needed = started + 1
+        while finished < needed {
+            if running {
+                condition.wait()
+                continue
+            }
+            running = true
+            started += 1
+            let generation = started
+            condition.unlock()
+            var error: (any Error)?
+            do { try flush() } catch let thrown { error = thrown }
+            condition.lock()
+            running = false
+            finished = generation
+            if let error { failure = (generation, error) }
+            condition.broadcast()
+        }
+        if let failure, failure.generation >= needed { throw failure.error }
+    }
+}
