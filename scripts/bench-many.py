@@ -7,8 +7,9 @@ Run by scripts/bench (BENCH_SUITES="many"), or directly:
 
 A private nginx on 127.0.0.1 serves COUNT files of SIZE bytes. Each tool fetches them all with 16
 at once: `swoop get -i LIST -j 16`, `aria2c -i LIST -j 16`, `curl --parallel --parallel-max 16`.
-Every output is checked by sha-256 (one digest for all: the files are the same bytes). Prints wall
-time, files per second, CPU seconds, peak RSS and the ratio to aria2c as a Markdown table.
+Every output is checked by sha-256 (one digest for all: the files are the same bytes). Each tool runs
+RUNS times (3), the rounds in rotated order, each run into a fresh directory. Prints the median run's
+wall time, files per second, CPU seconds, peak RSS and the ratio to aria2c as a Markdown table.
 """
 
 import argparse
@@ -21,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+TOOLS = ["swoop", "aria2c", "curl"]
 
 
 def say(message):
@@ -40,6 +44,7 @@ def main():
     parser.add_argument("--nginx", required=True)
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--size", type=int, default=64 * 1024)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="swoop-bench-many.")
@@ -56,45 +61,59 @@ def main():
     listing = os.path.join(work, "urls.txt")
     with open(listing, "w") as f:
         f.write("\n".join(urls) + "\n")
-    rows = []
+    rows = {tool: [] for tool in TOOLS}
     try:
-        for tool in ["swoop", "aria2c", "curl"]:
-            out = os.path.join(work, "out")
-            shutil.rmtree(out, ignore_errors=True)
-            os.makedirs(out)
-            state = os.path.join(work, "state")
-            shutil.rmtree(state, ignore_errors=True)
-            if tool == "swoop":
-                cmd = [args.swoop, "get", "-q", "-i", listing, "-j", "16", "--state-dir", state, "-d", out]
-            elif tool == "aria2c":
-                cmd = ["aria2c", "-q", "-i", listing, "-j", "16", "--file-allocation=none", "-d", out]
-            else:
-                cmd = ["curl", "-s", "-f", "--parallel", "--parallel-max", "16", "--remote-name-all", "--output-dir", out] + urls
-            timing = os.path.join(work, "time.txt")
-            subprocess.run(["sync"])
-            started = time.monotonic()
-            result = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", timing] + cmd,
-                                    stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=out)
-            wall = time.monotonic() - started
-            if result.returncode != 0:
-                sys.exit(f"bench-many: {tool} failed ({result.returncode}): {result.stderr[-2000:]}")
-            for name in names:
-                with open(os.path.join(out, name), "rb") as f:
-                    if hashlib.sha256(f.read()).hexdigest() != digest:
-                        sys.exit(f"bench-many: {tool}: {name} differs from the source")
-            user, system, rss = open(timing).read().split()
-            rows.append((tool, wall, args.count / wall, float(user) + float(system), int(rss) / 1024))
-            say(f"{tool}: {wall:.2f} s, {args.count / wall:.0f} files/s")
+        for run in range(args.runs):
+            # Each round starts with a different tool; every run writes into a fresh directory and
+            # nothing is deleted until the end: ext4 scans past recently deleted inodes when it
+            # creates files, which would slow whichever tool runs after a deletion.
+            for tool in TOOLS[run % len(TOOLS):] + TOOLS[:run % len(TOOLS)]:
+                rows[tool].append(run_tool(tool, args, work, run, listing, urls, names, digest))
     finally:
         benchlib.stop_nginx(nginx)
-    aria = next(r for r in rows if r[0] == "aria2c")
-    print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive)")
+        for run in range(args.runs):
+            for tool in TOOLS:
+                shutil.rmtree(os.path.join(work, f"out-{tool}-{run}"), ignore_errors=True)
+    # The median run of each tool by wall time.
+    medians = {tool: sorted(runs)[len(runs) // 2] for tool, runs in rows.items()}
+    aria = medians["aria2c"]
+    print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive; median of {args.runs})")
     print()
-    print("| tool | wall s | files/s | vs aria2c | CPU s | peak RSS MiB |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for tool, wall, rate, cpu, rss in rows:
-        print(f"| {tool} | {wall:.2f} | {rate:.0f} | {rate / aria[2]:.2f} | {cpu:.2f} | {rss:.1f} |")
+    print("| tool | wall s | files/s | vs aria2c | CPU s | peak RSS MiB | all runs (wall s) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for tool in TOOLS:
+        wall, cpu, rss = medians[tool]
+        rate = args.count / wall
+        runs = ", ".join(f"{r[0]:.2f}" for r in rows[tool])
+        print(f"| {tool} | {wall:.2f} | {rate:.0f} | {rate / (args.count / aria[0]):.2f} | {cpu:.2f} | {rss:.1f} | {runs} |")
 
+
+def run_tool(tool, args, work, run, listing, urls, names, digest):
+    """One run of `tool` into a fresh directory; returns (wall s, CPU s, peak RSS MiB)."""
+    out = os.path.join(work, f"out-{tool}-{run}")
+    os.makedirs(out)
+    state = os.path.join(out, ".state")
+    if tool == "swoop":
+        cmd = [args.swoop, "get", "-q", "-i", listing, "-j", "16", "--state-dir", state, "-d", out]
+    elif tool == "aria2c":
+        cmd = ["aria2c", "-q", "-i", listing, "-j", "16", "--file-allocation=none", "-d", out]
+    else:
+        cmd = ["curl", "-s", "-f", "--parallel", "--parallel-max", "16", "--remote-name-all", "--output-dir", out] + urls
+    timing = os.path.join(work, "time.txt")
+    subprocess.run(["sync"])
+    started = time.monotonic()
+    result = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", timing] + cmd,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=out)
+    wall = time.monotonic() - started
+    if result.returncode != 0:
+        sys.exit(f"bench-many: {tool} failed ({result.returncode}): {result.stderr[-2000:]}")
+    for name in names:
+        with open(os.path.join(out, name), "rb") as f:
+            if hashlib.sha256(f.read()).hexdigest() != digest:
+                sys.exit(f"bench-many: {tool}: {name} differs from the source")
+    user, system, rss = open(timing).read().split()
+    say(f"{tool} run {run + 1}: {wall:.2f} s, {args.count / wall:.0f} files/s")
+    return (wall, float(user) + float(system), int(rss) / 1024)
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,23 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
         /// Wraps an identifier's text.
         public init(_ rawValue: String) { self.rawValue = rawValue }
         /// A new random identifier.
-        public static func make() -> ID { ID(UUID().uuidString.lowercased()) }
+        /// A random (version 4) UUID in lower case, made without Foundation's `UUID`, which formats
+        /// in upper case and costs a second string to lower it.
+        public static func make() -> ID {
+            var generator = SystemRandomNumberGenerator()
+            var bytes = (0..<2).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
+            bytes[6] = (bytes[6] & 0x0F) | 0x40
+            bytes[8] = (bytes[8] & 0x3F) | 0x80
+            let hex = Array("0123456789abcdef".utf8)
+            var text: [UInt8] = []
+            text.reserveCapacity(36)
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(hex[Int(byte >> 4)])
+                text.append(hex[Int(byte & 0x0F)])
+            }
+            return ID(String(decoding: text, as: UTF8.self))
+        }
         public var description: String { rawValue }
 
         /// Decodes from a plain string.

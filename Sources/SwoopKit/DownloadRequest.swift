@@ -73,13 +73,33 @@ public struct DownloadRequest: Sendable {
         return url
     }
 
-    static func absolute(_ path: String) -> String {
-        // Already absolute and clean (the common case when queueing thousands): nothing to resolve.
-        if path.hasPrefix("/"), path == "/" || !path.hasSuffix("/"), !path.contains("//"), !path.contains("/./"),
-            !path.contains("/../"), !path.hasSuffix("/."), !path.hasSuffix("/..")
-        {
-            return path
+    /// Whether `path` starts with `/` and has no empty, `.` or `..` component and no trailing `/`
+    /// (except `/` itself): one pass over its bytes.
+    static func isCleanAbsolute(_ path: String) -> Bool {
+        let bytes = path.utf8
+        guard bytes.first == UInt8(ascii: "/") else { return false }
+        if bytes.count == 1 { return true }
+        // Each component: its length, and whether it is all dots (then 1 or 2 dots are not allowed).
+        var length = 0
+        var allDots = true
+        for byte in bytes.dropFirst() {
+            if byte == UInt8(ascii: "/") {
+                if length == 0 || (allDots && length <= 2) { return false }
+                length = 0
+                allDots = true
+            } else {
+                length += 1
+                allDots = allDots && byte == UInt8(ascii: ".")
+            }
         }
+        return length > 0 && !(allDots && length <= 2)
+    }
+
+    /// `path` made absolute (from the current directory, `~` expanded) and standardized, as a
+    /// request stores its directory.
+    public static func absolute(_ path: String) -> String {
+        // Already absolute and clean (the common case when queueing thousands): nothing to resolve.
+        if isCleanAbsolute(path) { return path }
         let expanded = (path as NSString).expandingTildeInPath
         let absolute = expanded.hasPrefix("/")
             ? expanded : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(expanded)

@@ -44,6 +44,11 @@ public enum FileNaming: Sendable {
     /// - Returns: A name that is non-empty, not `.` or `..`, at most 249 UTF-8 bytes and
     ///   free of `/`, `\` and NUL; or `nil` when nothing usable remains.
     public static func sanitize(_ raw: String) -> String? {
+        isPlainASCIIName(raw) ? raw : sanitizeScalars(raw)
+    }
+
+    /// ``sanitize(_:)`` scalar by scalar, for any name.
+    static func sanitizeScalars(_ raw: String) -> String? {
         let visible = raw.unicodeScalars.filter { !isForbidden($0) }
         let base = visible.split(omittingEmptySubsequences: false) { $0 == "/" || $0 == "\\" }.last ?? []
         let trimmed = trimmingTrailingDotsAndSpaces(base.drop { $0.properties.isWhitespace })
@@ -187,6 +192,17 @@ public enum FileNaming: Sendable {
         return String(
             String.UnicodeScalarView(decoded.unicodeScalars.map { $0 == "/" || $0 == "\\" ? "_" : $0 })
         )
+    }
+
+    /// A name that sanitizing would return unchanged, told from its bytes alone (the common case,
+    /// `file.bin`): printable ASCII without `/` or `\\`, no leading space, no trailing dot or space,
+    /// not `.` or `..`, and short enough.
+    private static func isPlainASCIIName(_ raw: String) -> Bool {
+        let bytes = raw.utf8
+        guard let first = bytes.first, let last = bytes.last, bytes.count <= maxFinalNameBytes,
+            first != UInt8(ascii: " "), last != UInt8(ascii: "."), last != UInt8(ascii: " ")
+        else { return false }
+        return bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "\\") }
     }
 
     private static func isUsable(_ name: String) -> Bool {

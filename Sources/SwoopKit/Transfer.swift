@@ -225,8 +225,8 @@ final class Transfer {
         // save of progress records it; one whose first answer is slow to come is marked active for
         // other processes (`swoop ls`) after a moment, so a small download writes one record less.
         try transition(.start)
-        let mark = Self.markActiveLater(id: record.id, in: store)
-        defer { mark.cancel() }
+        ActiveMarks.shared.add(record.id, store: store, after: Self.activeMarkDelay)
+        defer { ActiveMarks.shared.remove(record.id) }
         while true {
             let writtenBefore = bytesWritten
             do {
@@ -263,13 +263,6 @@ final class Transfer {
         }
     }
 
-    private static func markActiveLater(id: Download.ID, in store: any DownloadStore) -> Task<Void, Never> {
-        Task {
-            guard (try? await Task.sleep(for: activeMarkDelay)) != nil else { return }
-            try? store.markActive(id: id, at: Date())
-        }
-    }
-
     /// Saves progress, records the error and state, and returns the error to throw.
     private func stop(_ error: SwoopError, state: Download.State) -> SwoopError {
         let request: DownloadStateMachine.Request = state == .paused ? .pause : .fail
@@ -283,6 +276,8 @@ final class Transfer {
     /// - Parameter durable: `false` only where a power loss that rolls the save back cannot make a
     ///   later run misread the part file (see `attempt()`).
     private func saveProgress(error: SwoopError?, durable: Bool = true) throws {
+        // This save records the state itself.
+        ActiveMarks.shared.remove(record.id)
         if let segmented {
             // Every segment's progress, after one more flush (or, if that fails, only what was flushed).
             if let part, (try? part.flush()) != nil {

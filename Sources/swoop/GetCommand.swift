@@ -66,13 +66,15 @@ struct GetCommand: AsyncParsableCommand {
         let headers = try transfer.parsedHeaders()
         var entries = urls.map { URLList.Entry(url: $0, fileName: nil, line: 0) }
         if let inputFile { entries += try Self.readList(inputFile) }
+        // Resolved once (the current directory and its symlinks), not once per URL of a long list.
+        let base = DownloadRequest.absolute(self.directory)
         return try entries.map { entry in
-            var directory = self.directory
+            var directory = base
             var fileName = entry.fileName
             if let output {
                 let path = (output as NSString).expandingTildeInPath
                 let dir = (path as NSString).deletingLastPathComponent
-                if !dir.isEmpty { directory = path.hasPrefix("/") ? dir : (self.directory as NSString).appendingPathComponent(dir) }
+                if !dir.isEmpty { directory = path.hasPrefix("/") ? dir : (base as NSString).appendingPathComponent(dir) }
                 fileName = (path as NSString).lastPathComponent
             }
             var request: DownloadRequest

@@ -1,0 +1,108 @@
+import Foundation
+import NIOConcurrencyHelpers
+import SwoopTesting
+import Testing
+
+@testable import SwoopKit
+
+/// A download shows `active` in its store while its first request waits for an answer; a quick one
+/// records `active` with its first save and is never marked separately.
+@Suite("Active marks", .timeLimit(.minutes(1)))
+struct ActiveMarksTests {
+    @Test func aDownloadWaitingForItsFirstAnswerIsMarkedActive() async throws {
+        var f = try await Fixture.make()
+        defer { f.stop() }
+        f.configuration.timeouts.idle = .seconds(30)
+        let silent = try SilentListener()
+        defer { silent.close() }
+        let store = CountingStore()
+        let request = try DownloadRequest(url: "http://127.0.0.1:\(silent.port)/slow.bin", directory: f.directory)
+        let fixture = f
+        let download = Task { await fixture.download(request, store: store) }
+        // Bounded: the mark is due after `activeMarkDelay` (0.2 s).
+        var state: Download.State?
+        for _ in 0..<100 {
+            state = try store.all().first?.state
+            if state == .active { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(state == .active)
+        #expect(store.marks.withLockedValue { $0 } == 1)
+        download.cancel()
+        let (result, _) = await download.value
+        #expect(throws: SwoopError.self) { try result.get() }
+        #expect(try store.all().first?.state == .paused)
+    }
+
+    @Test func aQuickDownloadIsNeverMarkedSeparately() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let body = f.serve("/quick.bin", size: 10_000)
+        let store = CountingStore()
+        _ = try await f.download(try f.request("/quick.bin"), store: store).result.get()
+        #expect(sha256(file: f.path("quick.bin")) == sha256(body))
+        // Wait out the delay: a mark left pending would fire now.
+        try await Task.sleep(for: Transfer.activeMarkDelay * 2)
+        #expect(store.marks.withLockedValue { $0 } == 0)
+        #expect(try store.all().first?.state == .completed)
+    }
+}
+
+/// A TCP port that accepts connections (the kernel completes them into the backlog) and never answers.
+private struct SilentListener {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, bound == 0, listen(fd, 16) == 0 else { throw SwoopError(.network, "cannot listen: errno \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.fd = fd
+        self.port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() { _ = Glibc.close(fd) }
+}
+
+/// An in-memory store that counts `markActive` calls.
+private final class CountingStore: DownloadStore {
+    let inner = InMemoryDownloadStore()
+    let marks = NIOLockedValueBox(0)
+
+    func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
+        try inner.find(url: url, directory: directory, requestedName: requestedName)
+    }
+    func record(id: Download.ID) throws -> DownloadRecord? { try inner.record(id: id) }
+    func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
+        try inner.unfinished(directory: directory, fileName: fileName)
+    }
+    func save(_ record: DownloadRecord) throws { try inner.save(record) }
+    func save(_ record: DownloadRecord, durable: Bool) throws { try inner.save(record, durable: durable) }
+    func update(_ record: DownloadRecord, durable: Bool) throws { try inner.update(record, durable: durable) }
+    func markActive(id: Download.ID, at date: Date) throws {
+        marks.withLockedValue { $0 += 1 }
+        try inner.markActive(id: id, at: date)
+    }
+    func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] { try inner.find(keys) }
+    func save(contentsOf records: [DownloadRecord]) throws { try inner.save(contentsOf: records) }
+    func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws {
+        try inner.checkpoint(id: id, committedBytes: committedBytes, syncedBytes: syncedBytes, bootID: bootID, bytesPerSecond: bytesPerSecond)
+    }
+    func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
+        try inner.checkpoint(id: id, segments: segments, bootID: bootID, bytesPerSecond: bytesPerSecond)
+    }
+    func all() throws -> [DownloadRecord] { try inner.all() }
+    func delete(id: Download.ID) throws { try inner.delete(id: id) }
+    func delete(ids: [Download.ID]) throws { try inner.delete(ids: ids) }
+    func close() throws {}
+}
