@@ -61,9 +61,15 @@ final class PartFile: Sendable {
 
     /// The file's current size.
     func size() throws -> Int {
+        try sizeAndModified().size
+    }
+
+    /// The file's size and modification time (seconds since 1970), as `FileSystem.sizeAndModified`
+    /// reports them for a path.
+    func sizeAndModified() throws -> (size: Int, modified: Double) {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw SwoopError.fileSystem("stat", path: path, errno: errno) }
-        return Int(info.st_size)
+        return (Int(info.st_size), Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
     }
 
     /// Cuts the file to `length` bytes and forgets any sync beyond it.
@@ -178,6 +184,9 @@ final class ProcessLock: Sendable {
 
     deinit { _ = Glibc.close(fd) }
 
+    /// This process's id, written into the slot table (looked up once: `getpid` is a system call).
+    private static let pid = getpid()
+
     /// The shared lock file in a lock directory.
     static func fileName() -> String { "downloads.lock" }
 
@@ -203,7 +212,7 @@ final class ProcessLock: Sendable {
             let pid = n == 8 ? bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } : 0
             throw SwoopError(.inUse, "\(what) is already being downloaded by another swoop process (pid \(pid > 0 ? String(pid) : "?"))")
         }
-        let pid = UInt64(getpid())
+        let pid = UInt64(Self.pid)
         let bytes = (0..<8).map { UInt8(truncatingIfNeeded: pid >> (56 - 8 * UInt64($0))) }
         _ = pwrite(fd, bytes, 8, pidSlot)
         return ProcessLock(fd: fd)

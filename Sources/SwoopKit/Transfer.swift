@@ -647,8 +647,8 @@ final class Transfer {
             }
         }
         // A rename keeps size and modification time: these are what the final file will show.
-        let stat = FileSystem.sizeAndModified(partPath)
-        try recordCompleted(size: stat?.size ?? offset, modified: stat?.modified)
+        let stat = try part.sizeAndModified()
+        try recordCompleted(size: stat.size, modified: stat.modified)
         do {
             try FileSystem.publish(partPath, as: finalPath, replace: request.collisionPolicy == .overwrite)
         } catch {
