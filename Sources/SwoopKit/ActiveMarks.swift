@@ -40,6 +40,11 @@ final class ActiveMarks: Sendable {
         state.withLockedValue { _ = $0.pending.removeValue(forKey: id) }
     }
 
+    /// Whether `id` waits to be marked.
+    func isPending(_ id: Download.ID) -> Bool {
+        state.withLockedValue { $0.pending[id] != nil }
+    }
+
     private func run() async {
         while true {
             try? await Task.sleep(for: tick)

@@ -54,6 +54,9 @@ public struct Configuration: Sendable {
         /// Flush the part file to disk (`fdatasync`, off the hot path) this often. Bounds what a
         /// machine crash costs.
         public var syncInterval: Duration = .seconds(5)
+        /// A download whose first answer has not come after this long is recorded `active` for
+        /// other processes (`swoop ls`); one that answers sooner records it with its first save.
+        public var activeMarkDelay: Duration = .milliseconds(200)
         public init() {}
     }
 

@@ -61,9 +61,6 @@ final class Transfer {
 
     private static let maxRestarts = 3
 
-    /// How long a download waits for its first answer before its record says `active`.
-    static let activeMarkDelay = Duration.milliseconds(200)
-
     /// Whether the manager's queue started this transfer: then a record that another process paused
     /// or removed meanwhile is left alone, not resumed as a rerun of the same command would.
     private let queued: Bool
@@ -225,7 +222,7 @@ final class Transfer {
         // save of progress records it; one whose first answer is slow to come is marked active for
         // other processes (`swoop ls`) after a moment, so a small download writes one record less.
         try transition(.start)
-        ActiveMarks.shared.add(record.id, store: store, after: Self.activeMarkDelay)
+        ActiveMarks.shared.add(record.id, store: store, after: configuration.durability.activeMarkDelay)
         defer { ActiveMarks.shared.remove(record.id) }
         while true {
             let writtenBefore = bytesWritten
