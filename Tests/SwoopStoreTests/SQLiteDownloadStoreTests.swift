@@ -96,6 +96,90 @@ struct SQLiteDownloadStoreTests {
         #expect(Set(Row.columns).count == Row.columns.count)
     }
 
+    // MARK: - Durable writes across closing and reopening
+
+    /// A record with times that survive the seconds-as-a-double columns exactly.
+    func exactRecord(_ url: String = "http://127.0.0.1/a.bin") -> DownloadRecord {
+        var record = record(url)
+        record.createdAt = Date(timeIntervalSince1970: 1_700_000_000)
+        record.updatedAt = Date(timeIntervalSince1970: 1_700_000_000.5)
+        return record
+    }
+
+    @Test func aDurableSaveIsThereAfterClosingAndReopening() throws {
+        var original = exactRecord()
+        original.state = .paused
+        original.committedBytes = 400
+        original.syncedBytes = 300
+        original.priority = 2
+        original.position = 3
+        original.headers = [HTTPHeaderField(name: "Cookie", value: "a=b")]
+        let store = try SQLiteDownloadStore(directory: directory)
+        try store.save(original)
+        try store.close()
+
+        let reopened = try SQLiteDownloadStore(directory: directory)
+        #expect(try reopened.record(id: original.id) == original)
+        #expect(try reopened.all() == [original])
+    }
+
+    @Test func aDurableUpdateIsThereAfterClosingAndReopening() throws {
+        var original = exactRecord()
+        original.priority = 4
+        original.position = 9
+        let store = try SQLiteDownloadStore(directory: directory)
+        try store.save(original)
+        var completed = original
+        completed.priority = 0
+        completed.position = 0
+        completed.state = .completed
+        completed.committedBytes = 1000
+        completed.syncedBytes = 1000
+        completed.finalSize = 1000
+        completed.finalModified = 1_700_000_010.125
+        completed.updatedAt = Date(timeIntervalSince1970: 1_700_000_020)
+        try store.update(completed, durable: true)
+        try store.close()
+
+        let reopened = try SQLiteDownloadStore(directory: directory)
+        var expected = completed
+        expected.priority = 4
+        expected.position = 9
+        #expect(try reopened.record(id: original.id) == expected)
+    }
+
+    /// Durable saves from many threads at once share flushes of the log (`GroupSync`); each one
+    /// still returns only once its record is written, and all of them are there after reopening.
+    @Test func concurrentDurableSavesAreAllThereAfterReopening() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        let records = (0..<64).map { exactRecord("http://127.0.0.1/\($0).bin") }
+        let errors = ErrorLog()
+        DispatchQueue.concurrentPerform(iterations: 16) { thread in
+            for index in stride(from: thread, to: records.count, by: 16) {
+                do {
+                    try store.save(records[index])
+                    var updated = records[index]
+                    updated.state = .completed
+                    updated.committedBytes = index
+                    try store.update(updated, durable: true)
+                } catch {
+                    errors.append(error)
+                }
+            }
+        }
+        #expect(errors.messages.isEmpty)
+        try store.close()
+
+        let reopened = try SQLiteDownloadStore(directory: directory)
+        let found = Dictionary(uniqueKeysWithValues: try reopened.all().map { ($0.id, $0) })
+        #expect(found.count == records.count)
+        for (index, record) in records.enumerated() {
+            #expect(found[record.id]?.state == .completed)
+            #expect(found[record.id]?.committedBytes == index)
+            #expect(found[record.id]?.url == record.url)
+        }
+    }
+
     @Test func deleteRemovesTheRecord() throws {
         let store = try SQLiteDownloadStore(directory: directory)
         let r = record()
@@ -117,4 +201,17 @@ struct SQLiteDownloadStoreTests {
         #expect(SQLiteDownloadStore.defaultDirectory(environment: ["HOME": "/h"]) == "/h/.local/state/swoop")
         #expect(SQLiteDownloadStore.defaultDirectory(environment: ["XDG_STATE_HOME": "relative", "HOME": "/h"]) == "/h/.local/state/swoop")
     }
+}
+
+/// Errors collected from several threads.
+final class ErrorLog: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var collected: [String] = []
+
+    func append(_ error: any Error) {
+        lock.withLock { collected.append("\(error)") }
+    }
+
+    var messages: [String] { lock.withLock { collected } }
 }

@@ -1,0 +1,204 @@
+import Foundation
+import SwoopKit
+import Testing
+
+@testable import SwoopStore
+
+/// What every `DownloadStore` promises about `update(_:durable:)` and `markActive(id:at:)`, checked
+/// against the SQLite store and the in-memory one (which uses the protocol's default versions).
+@Suite("DownloadStore: update and markActive, in both stores")
+struct DownloadStoreContractTests {
+    enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case sqlite
+        case memory
+
+        var testDescription: String { rawValue }
+    }
+
+    /// Times that survive SQLite's seconds-as-a-double columns exactly.
+    static let created = Date(timeIntervalSince1970: 1_700_000_000)
+    static let touched = Date(timeIntervalSince1970: 1_700_000_100.5)
+
+    func makeStore(_ kind: Kind) throws -> any DownloadStore {
+        switch kind {
+        case .memory:
+            return InMemoryDownloadStore()
+        case .sqlite:
+            let directory = NSTemporaryDirectory() + "swoop-store-\(UUID().uuidString)"
+            return try SQLiteDownloadStore(directory: directory)
+        }
+    }
+
+    func record(_ name: String = "a.bin", state: Download.State = .waiting) -> DownloadRecord {
+        var record = DownloadRecord(
+            url: "http://127.0.0.1/\(name)", directory: "/tmp/x", requestedName: "", bootID: "boot-1", now: Self.created
+        )
+        record.state = state
+        record.fileName = name
+        record.totalBytes = 1000
+        return record
+    }
+
+    /// A transfer holds a copy of its record from when it started; a `move` or `setPriority` made
+    /// meanwhile must survive the transfer's next save.
+    @Test(arguments: Kind.allCases, [false, true])
+    func updateWritesTheTransfersColumnsAndKeepsQueuePlaceAndCreationTime(kind: Kind, durable: Bool) throws {
+        let store = try makeStore(kind)
+        var stored = record()
+        stored.priority = 5
+        stored.position = 7
+        try store.save(stored)
+
+        var transfer = record()
+        transfer.id = stored.id
+        transfer.priority = 0
+        transfer.position = 99
+        transfer.createdAt = Self.touched
+        transfer.state = .completed
+        transfer.fileName = "b.bin"
+        transfer.totalBytes = 2000
+        transfer.committedBytes = 2000
+        transfer.syncedBytes = 1500
+        transfer.bootID = "boot-2"
+        transfer.etag = "\"v2\""
+        transfer.lastModified = "Mon, 07 Nov 1994 08:49:37 GMT"
+        transfer.finalSize = 2000
+        transfer.finalModified = 1_700_000_050.25
+        transfer.checksum = "sha-256=00"
+        transfer.lastError = "an error"
+        transfer.headers = [HTTPHeaderField(name: "X-A", value: "1")]
+        transfer.collisionPolicy = .overwrite
+        transfer.bytesPerSecond = 12.5
+        transfer.segments = [
+            Segment(start: 0, end: 1000, written: 1000, synced: 900),
+            Segment(start: 1000, end: 2000, written: 1000, synced: 600),
+        ]
+        transfer.updatedAt = Self.touched
+        try store.update(transfer, durable: durable)
+
+        var expected = transfer
+        expected.priority = 5
+        expected.position = 7
+        expected.createdAt = Self.created
+        #expect(try store.record(id: stored.id) == expected)
+        #expect(try store.all() == [expected])
+    }
+
+    @Test(arguments: Kind.allCases, [false, true])
+    func updateDoesNotBringBackADeletedRecord(kind: Kind, durable: Bool) throws {
+        let store = try makeStore(kind)
+        let deleted = record()
+        try store.save(deleted)
+        try store.delete(id: deleted.id)
+        var transfer = deleted
+        transfer.state = .paused
+        transfer.committedBytes = 500
+        try store.update(transfer, durable: durable)
+        // Nor does it create one that was never saved.
+        try store.update(record("never.bin"), durable: durable)
+
+        #expect(try store.record(id: deleted.id) == nil)
+        #expect(try store.find(url: deleted.url, directory: deleted.directory, requestedName: "") == nil)
+        #expect(try store.all().isEmpty)
+    }
+
+    @Test(arguments: Kind.allCases)
+    func markActiveTurnsOnlyAWaitingRecordActive(kind: Kind) throws {
+        let store = try makeStore(kind)
+        let states: [Download.State] = [.waiting, .paused, .completed, .failed, .removed, .active]
+        let records = states.map { record("\($0.rawValue).bin", state: $0) }
+        try store.save(contentsOf: records)
+        for record in records { try store.markActive(id: record.id, at: Self.touched) }
+        try store.markActive(id: Download.ID("no-such-download"), at: Self.touched)
+
+        var waiting = records[0]
+        waiting.state = .active
+        waiting.updatedAt = Self.touched
+        #expect(try store.record(id: waiting.id) == waiting)
+        for untouched in records.dropFirst() {
+            #expect(try store.record(id: untouched.id) == untouched, "\(untouched.state)")
+        }
+        #expect(try store.all().count == states.count)
+    }
+
+    // MARK: - The protocol's default versions, with a write in between
+
+    /// `InMemoryDownloadStore` takes `update` and `markActive` from the protocol: each reads the
+    /// record, then saves the whole of it, so another write between the two is undone. The
+    /// transfer's saves and its delayed active mark (`Transfer.markActiveLater`) run in different
+    /// tasks, so they can meet there. This store runs the same defaults and makes the other write
+    /// exactly at that moment.
+    @Test func theDefaultUpdateDoesNotBringBackARecordDeletedWhileItRuns() throws {
+        let store = InterleavingStore()
+        let stored = record()
+        try store.save(stored)
+        store.afterNextRead { inner in try inner.delete(id: stored.id) }
+        var transfer = stored
+        transfer.state = .paused
+        transfer.committedBytes = 500
+        try store.update(transfer, durable: true)
+        let after = try store.record(id: stored.id)
+        withKnownIssue("the default update reads, then saves the whole record: a delete in between is undone") {
+            #expect(after == nil)
+        }
+    }
+
+    @Test func theDefaultMarkActiveDoesNotUndoACompletionWrittenWhileItRuns() throws {
+        let store = InterleavingStore()
+        let waiting = record()
+        try store.save(waiting)
+        var completed = waiting
+        completed.state = .completed
+        completed.committedBytes = 1000
+        completed.finalSize = 1000
+        store.afterNextRead { inner in try inner.save(completed) }
+        try store.markActive(id: waiting.id, at: Self.touched)
+        let after = try store.record(id: waiting.id)
+        withKnownIssue("the default markActive saves the waiting record it read over the completed one") {
+            #expect(after == completed)
+        }
+    }
+}
+
+/// A store that keeps its records in an `InMemoryDownloadStore` but takes `update` and
+/// `markActive` from the protocol's defaults, and can run one write of its own right after a read.
+final class InterleavingStore: DownloadStore, @unchecked Sendable {
+    private let inner = InMemoryDownloadStore()
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var pending: ((InMemoryDownloadStore) throws -> Void)?
+
+    /// Runs `write` on the records right after the next `record(id:)`, as another writer would.
+    func afterNextRead(_ write: @escaping (InMemoryDownloadStore) throws -> Void) {
+        lock.withLock { pending = write }
+    }
+
+    func record(id: Download.ID) throws -> DownloadRecord? {
+        let found = try inner.record(id: id)
+        if let write = lock.withLock({ () -> ((InMemoryDownloadStore) throws -> Void)? in
+            defer { pending = nil }
+            return pending
+        }) {
+            try write(inner)
+        }
+        return found
+    }
+
+    func save(_ record: DownloadRecord) throws { try inner.save(record) }
+    func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
+        try inner.find(url: url, directory: directory, requestedName: requestedName)
+    }
+    func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
+        try inner.unfinished(directory: directory, fileName: fileName)
+    }
+    func checkpoint(
+        id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double
+    ) throws {
+        try inner.checkpoint(
+            id: id, committedBytes: committedBytes, syncedBytes: syncedBytes, bootID: bootID,
+            bytesPerSecond: bytesPerSecond
+        )
+    }
+    func all() throws -> [DownloadRecord] { try inner.all() }
+    func delete(id: Download.ID) throws { try inner.delete(id: id) }
+}
