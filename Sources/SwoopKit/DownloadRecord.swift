@@ -182,22 +182,6 @@ extension DownloadStore {
         try save(record)
     }
 
-    public func update(_ record: DownloadRecord, durable: Bool) throws {
-        guard let stored = try self.record(id: record.id) else { return }
-        var merged = record
-        merged.priority = stored.priority
-        merged.position = stored.position
-        merged.createdAt = stored.createdAt
-        try save(merged, durable: durable)
-    }
-
-    public func markActive(id: Download.ID, at date: Date) throws {
-        guard var stored = try record(id: id), stored.state == .waiting else { return }
-        stored.state = .active
-        stored.updatedAt = date
-        try save(stored, durable: false)
-    }
-
     /// Deletes many records.
     public func delete(ids: [Download.ID]) throws {
         for id in ids { try delete(id: id) }

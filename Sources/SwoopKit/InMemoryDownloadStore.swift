@@ -37,6 +37,26 @@ public final class InMemoryDownloadStore: DownloadStore {
         records.withLockedValue { $0[record.id] = record }
     }
 
+    /// Under the store's lock, so that no other write falls between reading and writing the record.
+    public func update(_ record: DownloadRecord, durable: Bool) throws {
+        records.withLockedValue { records in
+            guard let stored = records[record.id] else { return }
+            var merged = record
+            merged.priority = stored.priority
+            merged.position = stored.position
+            merged.createdAt = stored.createdAt
+            records[record.id] = merged
+        }
+    }
+
+    public func markActive(id: Download.ID, at date: Date) throws {
+        records.withLockedValue { records in
+            guard records[id]?.state == .waiting else { return }
+            records[id]?.state = .active
+            records[id]?.updatedAt = date
+        }
+    }
+
     public func save(contentsOf records: [DownloadRecord]) throws {
         self.records.withLockedValue { stored in
             for record in records { stored[record.id] = record }
