@@ -74,6 +74,9 @@ def main():
         for run in range(args.runs):
             for tool in TOOLS:
                 shutil.rmtree(os.path.join(work, f"out-{tool}-{run}"), ignore_errors=True)
+            shutil.rmtree(os.path.join(work, f"state-{run}"), ignore_errors=True)
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
     # The median run of each tool by wall time.
     medians = {tool: sorted(runs)[len(runs) // 2] for tool, runs in rows.items()}
     aria = medians["aria2c"]
@@ -92,7 +95,8 @@ def run_tool(tool, args, work, run, listing, urls, names, digest):
     """One run of `tool` into a fresh directory; returns (wall s, CPU s, peak RSS MiB)."""
     out = os.path.join(work, f"out-{tool}-{run}")
     os.makedirs(out)
-    state = os.path.join(out, ".state")
+    # Beside the downloads, not inside them, as the default (~/.local/state/swoop) is.
+    state = os.path.join(work, f"state-{run}")
     if tool == "swoop":
         cmd = [args.swoop, "get", "-q", "-i", listing, "-j", "16", "--state-dir", state, "-d", out]
     elif tool == "aria2c":
