@@ -53,6 +53,9 @@ final class Transfer {
     private var segmented: SegmentedTransfer?
     /// The server refused the `bytes=0-` probe (an empty file answers 416): ask plainly.
     private var probeRefused = false
+    /// The record naming this download's part file and validators was saved without a flush (a
+    /// fresh download): the first checkpoint flushes it (see `checkpoint`).
+    private var claimNotFlushed = false
     /// Where the disk writeback last started, for `startWriteback`.
     private var writebackFrom = 0
     /// Written bytes are handed to the disk's writeback in chunks of this size as they come, so the
@@ -306,6 +309,9 @@ final class Transfer {
         record.lastError = error?.message
         record.updatedAt = Date()
         try storeCall { try store.update(record, durable: durable) }
+        // This save is a checkpoint too: the next one is due a full interval or 1 MiB from here.
+        lastCheckpoint = .now
+        checkpointedBytes = offset
     }
 
     // MARK: - One attempt
@@ -381,6 +387,7 @@ final class Transfer {
                 return try await runSegments(plan, first: response.body)
             }
             try saveProgress(error: nil, durable: !blank)
+            claimNotFlushed = blank
             emit(.started(snapshot()))
             try await stream(response.body)
             if probing, let total, offset < total, let range = head.contentRange.flatMap(ContentRange.init(parsing:)),
@@ -593,6 +600,18 @@ final class Transfer {
         lastCheckpoint = now
         checkpointedBytes = offset
         try surfaceSyncFailure(part)
+        if claimNotFlushed {
+            // The first checkpoint of a download whose claim was saved without a flush makes the
+            // record durable: from here on a power loss can only roll progress back, never the
+            // name and validators (which would orphan the part file). Small files never get here.
+            claimNotFlushed = false
+            record.committedBytes = offset
+            record.syncedBytes = min(part.syncedBytes, offset)
+            record.bootID = recordedBootID
+            record.bytesPerSecond = meter.bytesPerSecond
+            record.updatedAt = Date()
+            return try storeCall { try store.update(record, durable: true) }
+        }
         try storeCall {
             try store.checkpoint(
                 id: record.id, committedBytes: offset, syncedBytes: min(part.syncedBytes, offset), bootID: recordedBootID,
