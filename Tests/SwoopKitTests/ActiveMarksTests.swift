@@ -16,7 +16,8 @@ struct ActiveMarksTests {
         f.configuration.durability.activeMarkDelay = .milliseconds(100)
         let silent = try SilentListener()
         defer { silent.close() }
-        let store = CountingStore()
+        let marks = NIOLockedValueBox(0)
+        let store = ObservedStore(onMarkActive: { _ in marks.withLockedValue { $0 += 1 } })
         let request = try DownloadRequest(url: "http://127.0.0.1:\(silent.port)/slow.bin", directory: f.directory)
         let fixture = f
         let download = Task { await fixture.download(request, store: store) }
@@ -28,7 +29,7 @@ struct ActiveMarksTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(state == .active)
-        #expect(store.marks.withLockedValue { $0 } == 1)
+        #expect(marks.withLockedValue { $0 } == 1)
         download.cancel()
         let (result, _) = await download.value
         #expect(throws: SwoopError.self) { try result.get() }
@@ -41,11 +42,12 @@ struct ActiveMarksTests {
         // Far longer than the download takes, even on a loaded machine: its own save comes first.
         f.configuration.durability.activeMarkDelay = .seconds(60)
         let body = f.serve("/quick.bin", size: 10_000)
-        let store = CountingStore()
+        let marks = NIOLockedValueBox(0)
+        let store = ObservedStore(onMarkActive: { _ in marks.withLockedValue { $0 += 1 } })
         let outcome = try await f.download(try f.request("/quick.bin"), store: store).result.get()
         #expect(sha256(file: f.path("quick.bin")) == sha256(body))
         #expect(!ActiveMarks.shared.isPending(outcome.download.id))
-        #expect(store.marks.withLockedValue { $0 } == 0)
+        #expect(marks.withLockedValue { $0 } == 0)
         #expect(try store.all().first?.state == .completed)
     }
 }
@@ -74,37 +76,4 @@ private struct SilentListener {
     }
 
     func close() { _ = Glibc.close(fd) }
-}
-
-/// An in-memory store that counts `markActive` calls.
-private final class CountingStore: DownloadStore {
-    let inner = InMemoryDownloadStore()
-    let marks = NIOLockedValueBox(0)
-
-    func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
-        try inner.find(url: url, directory: directory, requestedName: requestedName)
-    }
-    func record(id: Download.ID) throws -> DownloadRecord? { try inner.record(id: id) }
-    func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
-        try inner.unfinished(directory: directory, fileName: fileName)
-    }
-    func save(_ record: DownloadRecord) throws { try inner.save(record) }
-    func save(_ record: DownloadRecord, durable: Bool) throws { try inner.save(record, durable: durable) }
-    func update(_ record: DownloadRecord, durable: Bool) throws { try inner.update(record, durable: durable) }
-    func markActive(id: Download.ID, at date: Date) throws {
-        marks.withLockedValue { $0 += 1 }
-        try inner.markActive(id: id, at: date)
-    }
-    func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] { try inner.find(keys) }
-    func save(contentsOf records: [DownloadRecord]) throws { try inner.save(contentsOf: records) }
-    func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws {
-        try inner.checkpoint(id: id, committedBytes: committedBytes, syncedBytes: syncedBytes, bootID: bootID, bytesPerSecond: bytesPerSecond)
-    }
-    func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
-        try inner.checkpoint(id: id, segments: segments, bootID: bootID, bytesPerSecond: bytesPerSecond)
-    }
-    func all() throws -> [DownloadRecord] { try inner.all() }
-    func delete(id: Download.ID) throws { try inner.delete(id: id) }
-    func delete(ids: [Download.ID]) throws { try inner.delete(ids: ids) }
-    func close() throws {}
 }

@@ -16,10 +16,10 @@ struct ClaimDurabilityTests {
         // No checkpoint by time, however slow the machine: only the bytes count here.
         f.configuration.durability.checkpointInterval = .seconds(60)
         let body = f.serve("/small.bin", size: 100_000)
-        let store = WriteLogStore()
+        let (store, log) = Self.loggingStore()
         _ = try await f.download(try f.request("/small.bin"), store: store).result.get()
         #expect(sha256(file: f.path("small.bin")) == sha256(body))
-        let updates = store.updates
+        let updates = log.withLockedValue { $0 }
         #expect(updates.map(\.durable) == [false, true])
         #expect(updates.first?.state == .active && updates.first?.fileName == "small.bin" && updates.first?.etag == "\"v1\"")
         #expect(updates.last?.state == .completed)
@@ -29,10 +29,10 @@ struct ClaimDurabilityTests {
         let f = try await Fixture.make()
         defer { f.stop() }
         let body = f.serve("/large.bin", size: 3 << 20)
-        let store = WriteLogStore()
+        let (store, log) = Self.loggingStore()
         _ = try await f.download(try f.request("/large.bin"), store: store).result.get()
         #expect(sha256(file: f.path("large.bin")) == sha256(body))
-        let updates = store.updates
+        let updates = log.withLockedValue { $0 }
         #expect(updates.count == 3)
         #expect(updates.map(\.durable) == [false, true, true])
         // The second names the file and its validators with progress: a power loss after it can
@@ -49,18 +49,15 @@ struct ClaimDurabilityTests {
         f.configuration.durability.checkpointInterval = .seconds(60)
         let body = f.serve("/r.bin", size: 200_000)
         let inner = try f.interrupted("/r.bin", total: body.count, committed: 50_000, synced: 50_000, partFile: Array(body[0..<50_000]))
-        let store = WriteLogStore(inner: inner)
+        let (store, log) = Self.loggingStore(inner: inner)
         _ = try await f.download(try f.request("/r.bin"), store: store).result.get()
         #expect(sha256(file: f.path("r.bin")) == sha256(body))
         #expect(f.server.requests(to: "/r.bin").first?.header("Range") == "bytes=50000-")
         // Every save before the bytes is durable: the record already named a representation.
-        #expect(store.updates.allSatisfy { $0.durable })
-        #expect(store.updates.last?.state == .completed)
+        #expect(log.withLockedValue { $0 }.allSatisfy { $0.durable })
+        #expect(log.withLockedValue { $0 }.last?.state == .completed)
     }
-}
 
-/// An in-memory store that logs every `update` (with its durability).
-final class WriteLogStore: DownloadStore {
     struct Update: Sendable {
         var state: Download.State
         var fileName: String?
@@ -69,38 +66,18 @@ final class WriteLogStore: DownloadStore {
         var durable: Bool
     }
 
-    private let inner: InMemoryDownloadStore
-    private let log = NIOLockedValueBox<[Update]>([])
-
-    init(inner: InMemoryDownloadStore = InMemoryDownloadStore()) {
-        self.inner = inner
-    }
-
-    var updates: [Update] { log.withLockedValue { $0 } }
-
-    func update(_ record: DownloadRecord, durable: Bool) throws {
-        log.withLockedValue {
-            $0.append(Update(state: record.state, fileName: record.fileName, etag: record.etag, committedBytes: record.committedBytes, durable: durable))
+    /// A store that logs every `update` with its durability.
+    static func loggingStore(
+        inner: InMemoryDownloadStore = InMemoryDownloadStore()
+    ) -> (ObservedStore, NIOLockedValueBox<[Update]>) {
+        let log = NIOLockedValueBox<[Update]>([])
+        let store = ObservedStore(inner: inner) { record, durable in
+            let update = Update(
+                state: record.state, fileName: record.fileName, etag: record.etag, committedBytes: record.committedBytes,
+                durable: durable
+            )
+            log.withLockedValue { $0.append(update) }
         }
-        try inner.update(record, durable: durable)
+        return (store, log)
     }
-
-    func save(_ record: DownloadRecord) throws { try inner.save(record) }
-    func save(contentsOf records: [DownloadRecord]) throws { try inner.save(contentsOf: records) }
-    func markActive(id: Download.ID, at date: Date) throws { try inner.markActive(id: id, at: date) }
-    func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
-        try inner.find(url: url, directory: directory, requestedName: requestedName)
-    }
-    func record(id: Download.ID) throws -> DownloadRecord? { try inner.record(id: id) }
-    func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
-        try inner.unfinished(directory: directory, fileName: fileName)
-    }
-    func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws {
-        try inner.checkpoint(id: id, committedBytes: committedBytes, syncedBytes: syncedBytes, bootID: bootID, bytesPerSecond: bytesPerSecond)
-    }
-    func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
-        try inner.checkpoint(id: id, segments: segments, bootID: bootID, bytesPerSecond: bytesPerSecond)
-    }
-    func all() throws -> [DownloadRecord] { try inner.all() }
-    func delete(id: Download.ID) throws { try inner.delete(id: id) }
 }

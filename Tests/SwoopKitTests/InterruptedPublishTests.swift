@@ -16,10 +16,10 @@ struct InterruptedPublishTests {
         let f = try await Fixture.make()
         defer { f.stop() }
         let body = f.serve("/o.bin", size: 300_000)
-        let store = CompletionObservingStore(part: f.path("o.bin.swoop"), final: f.path("o.bin"))
+        let (store, completions) = completionObservingStore(part: f.path("o.bin.swoop"), final: f.path("o.bin"))
         let done = try await f.download(try f.request("/o.bin"), store: store).result.get().download
 
-        let seen = store.completions
+        let seen = completions.withLockedValue { $0 }
         try #require(seen.count == 1)
         #expect(seen[0].durable)
         #expect(seen[0].part?.size == body.count)
@@ -198,62 +198,26 @@ extension Fixture {
     }
 }
 
-/// An in-memory store that notes, each time a record is updated to `completed`, whether the write
-/// was durable and what the download's part and final names showed at that moment.
-final class CompletionObservingStore: DownloadStore {
-    struct Completion: Sendable {
-        var record: DownloadRecord
-        var durable: Bool
-        var part: (size: Int, modified: Double)?
-        var finalExisted: Bool
-    }
+/// What the store saw when a record was updated to `completed`: whether the write was durable and
+/// what the download's part and final names showed at that moment.
+struct Completion: Sendable {
+    var record: DownloadRecord
+    var durable: Bool
+    var part: (size: Int, modified: Double)?
+    var finalExisted: Bool
+}
 
-    private let inner = InMemoryDownloadStore()
-    private let part: String
-    private let final: String
-    private let seen = NIOLockedValueBox<[Completion]>([])
-
-    init(part: String, final: String) {
-        self.part = part
-        self.final = final
-    }
-
-    var completions: [Completion] { seen.withLockedValue { $0 } }
-
-    func update(_ record: DownloadRecord, durable: Bool) throws {
-        if record.state == .completed {
-            let completion = Completion(
-                record: record, durable: durable, part: FileSystem.sizeAndModified(part),
-                finalExisted: FileSystem.exists(final)
-            )
-            seen.withLockedValue { $0.append(completion) }
-        }
-        try inner.update(record, durable: durable)
-    }
-
-    func save(_ record: DownloadRecord) throws { try inner.save(record) }
-    func save(contentsOf records: [DownloadRecord]) throws { try inner.save(contentsOf: records) }
-    func markActive(id: Download.ID, at date: Date) throws { try inner.markActive(id: id, at: date) }
-    func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
-        try inner.find(url: url, directory: directory, requestedName: requestedName)
-    }
-    func record(id: Download.ID) throws -> DownloadRecord? { try inner.record(id: id) }
-    func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
-        try inner.unfinished(directory: directory, fileName: fileName)
-    }
-    func checkpoint(
-        id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double
-    ) throws {
-        try inner.checkpoint(
-            id: id, committedBytes: committedBytes, syncedBytes: syncedBytes, bootID: bootID,
-            bytesPerSecond: bytesPerSecond
+/// A store that notes every update to `completed` of the download with these part and final paths.
+func completionObservingStore(part: String, final: String) -> (ObservedStore, NIOLockedValueBox<[Completion]>) {
+    let seen = NIOLockedValueBox<[Completion]>([])
+    let store = ObservedStore { record, durable in
+        guard record.state == .completed else { return }
+        let completion = Completion(
+            record: record, durable: durable, part: FileSystem.sizeAndModified(part), finalExisted: FileSystem.exists(final)
         )
+        seen.withLockedValue { $0.append(completion) }
     }
-    func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
-        try inner.checkpoint(id: id, segments: segments, bootID: bootID, bytesPerSecond: bytesPerSecond)
-    }
-    func all() throws -> [DownloadRecord] { try inner.all() }
-    func delete(id: Download.ID) throws { try inner.delete(id: id) }
+    return (store, seen)
 }
 
 /// The error of the last failed system call.

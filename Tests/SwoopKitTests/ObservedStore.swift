@@ -1,0 +1,50 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+@testable import SwoopKit
+
+/// An in-memory store that tells a test about every `update` (with its durability) and every
+/// `markActive`, before carrying them out.
+final class ObservedStore: DownloadStore {
+    private let inner: InMemoryDownloadStore
+    private let onUpdate: @Sendable (DownloadRecord, _ durable: Bool) -> Void
+    private let onMarkActive: @Sendable (Download.ID) -> Void
+
+    init(
+        inner: InMemoryDownloadStore = InMemoryDownloadStore(),
+        onUpdate: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> Void = { _, _ in },
+        onMarkActive: @escaping @Sendable (Download.ID) -> Void = { _ in }
+    ) {
+        self.inner = inner
+        self.onUpdate = onUpdate
+        self.onMarkActive = onMarkActive
+    }
+
+    func update(_ record: DownloadRecord, durable: Bool) throws {
+        onUpdate(record, durable)
+        try inner.update(record, durable: durable)
+    }
+
+    func markActive(id: Download.ID, at date: Date) throws {
+        onMarkActive(id)
+        try inner.markActive(id: id, at: date)
+    }
+
+    func save(_ record: DownloadRecord) throws { try inner.save(record) }
+    func save(contentsOf records: [DownloadRecord]) throws { try inner.save(contentsOf: records) }
+    func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
+        try inner.find(url: url, directory: directory, requestedName: requestedName)
+    }
+    func record(id: Download.ID) throws -> DownloadRecord? { try inner.record(id: id) }
+    func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
+        try inner.unfinished(directory: directory, fileName: fileName)
+    }
+    func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws {
+        try inner.checkpoint(id: id, committedBytes: committedBytes, syncedBytes: syncedBytes, bootID: bootID, bytesPerSecond: bytesPerSecond)
+    }
+    func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
+        try inner.checkpoint(id: id, segments: segments, bootID: bootID, bytesPerSecond: bytesPerSecond)
+    }
+    func all() throws -> [DownloadRecord] { try inner.all() }
+    func delete(id: Download.ID) throws { try inner.delete(id: id) }
+}
