@@ -72,20 +72,13 @@ def main():
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
         shutil.rmtree(os.path.join(work, "state"), ignore_errors=True)
-        timing = os.path.join(work, "time.txt")
         cmd = [c.replace("{out}", out) for c in cmd]
-        started = time.monotonic()
-        result = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", timing] + cmd,
-                                stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=out)
-        wall = time.monotonic() - started
-        if result.returncode != 0:
-            sys.exit(f"bench-http2: {label} failed: {result.stderr[-1500:]}")
+        wall, cpu, rss = benchlib.timed(cmd, out, f"bench-http2: {label}")
         for name in outputs:
             if benchlib.sha256_file(os.path.join(out, name)) != expected:
                 sys.exit(f"bench-http2: {label}: {name} differs from the source")
-        user, system, rss = open(timing).read().split()
         say(f"{label}: {wall:.2f} s")
-        return wall, float(user) + float(system), int(rss) / 1024
+        return wall, cpu, rss
 
     state = os.path.join(work, "state")
     swoop = [args.swoop, "get", "-q", "--ca-certificate", cert, "--state-dir", state, "-d", "{out}"]

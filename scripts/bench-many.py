@@ -103,21 +103,14 @@ def run_tool(tool, args, work, run, listing, urls, names, digest):
         cmd = ["aria2c", "-q", "-i", listing, "-j", "16", "--file-allocation=none", "-d", out]
     else:
         cmd = ["curl", "-s", "-f", "--parallel", "--parallel-max", "16", "--remote-name-all", "--output-dir", out] + urls
-    timing = os.path.join(work, "time.txt")
     subprocess.run(["sync"])
-    started = time.monotonic()
-    result = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", timing] + cmd,
-                            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=out)
-    wall = time.monotonic() - started
-    if result.returncode != 0:
-        sys.exit(f"bench-many: {tool} failed ({result.returncode}): {result.stderr[-2000:]}")
+    wall, cpu, rss = benchlib.timed(cmd, out, f"bench-many: {tool}")
     for name in names:
         with open(os.path.join(out, name), "rb") as f:
             if hashlib.sha256(f.read()).hexdigest() != digest:
                 sys.exit(f"bench-many: {tool}: {name} differs from the source")
-    user, system, rss = open(timing).read().split()
     say(f"{tool} run {run + 1}: {wall:.2f} s, {args.count / wall:.0f} files/s")
-    return (wall, float(user) + float(system), int(rss) / 1024)
+    return (wall, cpu, rss)
 
 if __name__ == "__main__":
     main()

@@ -87,3 +87,21 @@ def sha256_file(path):
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def timed(cmd, cwd, label):
+    """Runs `cmd` in `cwd` under /usr/bin/time (no stdin) and returns (wall s, CPU s, peak RSS MiB).
+
+    Exits the script, naming `label` and showing the end of stderr, when the command fails.
+    """
+    timing = os.path.join(cwd, ".time.txt")
+    started = time.monotonic()
+    result = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", timing] + cmd,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=cwd)
+    wall = time.monotonic() - started
+    if result.returncode != 0:
+        sys.exit(f"{label} failed ({result.returncode}): {result.stderr[-2000:]}")
+    with open(timing) as f:
+        user, system, rss = f.read().split()
+    os.unlink(timing)
+    return wall, float(user) + float(system), int(rss) / 1024
