@@ -82,13 +82,14 @@ def main():
     aria = medians["aria2c"]
     print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive; median of {args.runs})")
     print()
-    print("| tool | wall s | files/s | vs aria2c | CPU s | peak RSS MiB | all runs (wall s) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| tool | wall s | files/s | vs aria2c | CPU s | CPU s/GiB | peak RSS MiB | all runs (wall s) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    gib = args.count * args.size / (1 << 30)
     for tool in TOOLS:
         wall, cpu, rss = medians[tool]
         rate = args.count / wall
         runs = ", ".join(f"{r[0]:.2f}" for r in rows[tool])
-        print(f"| {tool} | {wall:.2f} | {rate:.0f} | {rate / (args.count / aria[0]):.2f} | {cpu:.2f} | {rss:.1f} | {runs} |")
+        print(f"| {tool} | {wall:.2f} | {rate:.0f} | {rate / (args.count / aria[0]):.2f} | {cpu:.2f} | {cpu / gib:.1f} | {rss:.1f} | {runs} |")
 
 
 def run_tool(tool, args, work, run, listing, urls, names, digest):
