@@ -951,7 +951,10 @@ final class LiveTransfers: Sendable {
 
 /// Builds the HTTPClient the way file downloads need it.
 enum HTTPClientFactory {
-    static func make(_ configuration: Configuration, proxy: HTTPClient.Configuration.Proxy? = nil) throws -> HTTPClient {
+    /// - Parameter readSize: The socket read size; `configuration.receiveBufferSize` by default.
+    static func make(
+        _ configuration: Configuration, proxy: HTTPClient.Configuration.Proxy? = nil, readSize: Int? = nil
+    ) throws -> HTTPClient {
         var tls = TLSConfiguration.makeClientConfiguration()
         if configuration.tls.insecure {
             tls.certificateVerification = .none
@@ -976,7 +979,7 @@ enum HTTPClientFactory {
         config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
             8, configuration.queue.maxPerHost ?? configuration.queue.maxConcurrentDownloads
         )
-        let readSize = configuration.receiveBufferSize
+        let readSize = readSize ?? configuration.receiveBufferSize
         config.http1_1ConnectionDebugInitializer = { channel in
             channel.setOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize))
         }

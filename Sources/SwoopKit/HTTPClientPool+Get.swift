@@ -16,8 +16,11 @@ extension HTTPClientPool {
     ///
     /// - Returns: The first response that is not a redirect; its body is the caller's to read.
     /// - Throws: What AsyncHTTPClient throws; through a proxy, a ``SwoopError`` naming the proxy.
+    /// - Parameter slow: The download is held under ``HTTPClientPool/slowRate``: use a client with
+    ///   small socket reads.
     func swoopGet(
-        _ url: URL, headers: [(name: String, value: String)], configuration: SwoopKit.Configuration, logger: Logger
+        _ url: URL, headers: [(name: String, value: String)], configuration: SwoopKit.Configuration, logger: Logger,
+        slow: Bool = false
     ) async throws -> HTTPClientResponse {
         var redirects = RedirectTracker(original: url, policy: configuration.redirects)
         var merged: [(name: String, value: String)] = [
@@ -40,7 +43,7 @@ extension HTTPClientPool {
                 request.headers.add(name: header.name, value: header.value)
             }
             let deadline = TimeAmount(configuration.timeouts.connect + configuration.timeouts.idle)
-            let (httpClient, proxy) = try self.client(for: redirects.current)
+            let (httpClient, proxy) = try self.client(for: redirects.current, slow: slow)
             let response: HTTPClientResponse
             do {
                 response = try await httpClient.execute(request, timeout: deadline, logger: logger)

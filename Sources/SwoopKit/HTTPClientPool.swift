@@ -5,9 +5,25 @@ import NIOConcurrencyHelpers
 /// The manager's HTTP clients: one for direct connections and one per proxy in use, made lazily
 /// with the same settings. AsyncHTTPClient sets the proxy per client, and `no_proxy` or a redirect
 /// to another host can change the proxy from one request (or hop) to the next.
+///
+/// Slow downloads (a rate limit under ``slowRate``) get clients of their own that read the socket
+/// in small pieces (``slowReadSize``). AsyncHTTPClient reads a few pieces ahead of its reader, and
+/// its idle timeout counts from the last socket read, not from the last time the reader asked: with
+/// 256 KiB reads a download held to 10 KiB/s would sit on its read-ahead for over a minute and time
+/// out. With 8 KiB reads the same read-ahead drains in seconds at rates down to about 1 KiB/s.
 final class HTTPClientPool: Sendable {
+    /// A rate limit under this many bytes per second makes a download slow.
+    static let slowRate = 256 << 10
+    /// The socket read size for slow downloads.
+    static let slowReadSize = 8 << 10
+
+    private struct Key: Hashable {
+        var proxy: ProxySettings?
+        var slow: Bool
+    }
+
     private struct State {
-        var clients: [ProxySettings?: HTTPClient]
+        var clients: [Key: HTTPClient]
         var isShutDown = false
     }
 
@@ -27,19 +43,23 @@ final class HTTPClientPool: Sendable {
         )
         // Made now so that a bad TLS setting fails here, not on the first request.
         let direct = try HTTPClientFactory.make(configuration)
-        state = NIOLockedValueBox(State(clients: [nil: direct]))
+        state = NIOLockedValueBox(State(clients: [Key(proxy: nil, slow: false): direct]))
     }
 
     /// The client for a URL (made on first use) and the proxy it goes through, if any.
     ///
+    /// - Parameter slow: For a download held under ``slowRate``: small socket reads.
     /// - Throws: `HTTPClientError.alreadyShutdown` after ``shutdown()``, as a shut-down client would.
-    func client(for url: URL) throws -> (client: HTTPClient, proxy: ProxySettings?) {
+    func client(for url: URL, slow: Bool = false) throws -> (client: HTTPClient, proxy: ProxySettings?) {
         let proxy = selector.proxy(for: url)
+        let key = Key(proxy: proxy, slow: slow)
         return try state.withLockedValue { state in
             guard !state.isShutDown else { throw HTTPClientError.alreadyShutdown }
-            if let client = state.clients[proxy] { return (client, proxy) }
-            let client = try HTTPClientFactory.make(configuration, proxy: proxy.map(Self.clientProxy))
-            state.clients[proxy] = client
+            if let client = state.clients[key] { return (client, proxy) }
+            let client = try HTTPClientFactory.make(
+                configuration, proxy: proxy.map(Self.clientProxy), readSize: slow ? Self.slowReadSize : nil
+            )
+            state.clients[key] = client
             return (client, proxy)
         }
     }

@@ -48,6 +48,12 @@ struct Throttle: Sendable {
     /// No limit at all.
     static let none = Throttle(limiters: [])
 
+    /// Whether a limit holds the download under ``HTTPClientPool/slowRate`` now (an overall limit
+    /// counts whole: the download's share of it is smaller still).
+    var isSlow: Bool {
+        limiters.contains { ($0.bytesPerSecond ?? .max) < HTTPClientPool.slowRate }
+    }
+
     /// Returns when every limiter has allowed `bytes`.
     ///
     /// - Throws: `CancellationError` when the task is cancelled while waiting.

@@ -191,7 +191,8 @@ final class SegmentedTransfer: Sendable {
         headers.append(("Range", "bytes=\(segment.next)-\(segment.end - 1)"))
         if let validator = saved.strongETag ?? saved.lastModified { headers.append(("If-Range", validator)) }
         let response = try await context.client.swoopGet(
-            context.url, headers: headers, configuration: context.configuration, logger: context.logger
+            context.url, headers: headers, configuration: context.configuration, logger: context.logger,
+            slow: context.throttle.isSlow
         )
         let head = ResponseHead(response)
         switch ResumeDecision.decide(head, saved: saved) {

@@ -486,7 +486,8 @@ final class Transfer {
     /// Sends a GET with the configured headers, the request's and `extraHeaders` (the range).
     private func send(extraHeaders: [(name: String, value: String)]) async throws -> HTTPClientResponse {
         try await client.swoopGet(
-            request.url, headers: configuration.headers + request.headers + extraHeaders, configuration: configuration, logger: logger
+            request.url, headers: configuration.headers + request.headers + extraHeaders, configuration: configuration, logger: logger,
+            slow: throttle.isSlow
         )
     }
 

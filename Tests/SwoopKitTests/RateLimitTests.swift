@@ -133,6 +133,24 @@ struct RateLimitTests {
         await run.stop()
     }
 
+    @Test func aSlowDownloadReadsInSmallPiecesAndNeverHitsTheIdleTimeout() async throws {
+        var f = try await ManagerFixture.make()
+        defer { f.stop() }
+        // Under `HTTPClientPool.slowRate` the socket is read 8 KiB at a time: the read-ahead drains
+        // in well under the 1 s idle timeout. With 256 KiB reads it took seconds, and this download
+        // needed several requests.
+        f.configuration.timeouts.idle = .seconds(1)
+        f.configuration.limits.perDownloadBytesPerSecond = 192 << 10
+        let body = f.serve("/slow.bin", size: 1_310_720)
+        let run = try f.start()
+        let id = try await run.manager.add(try f.request("/slow.bin"))
+        #expect(await run.waitForTerminal([id], timeout: .seconds(40)))
+        #expect(run.events.terminal(id).map(\.caseName) == ["completed"])
+        #expect(sha256(file: f.path("slow.bin")) == sha256(body))
+        #expect(f.server.requests(to: "/slow.bin").count == 1)
+        await run.stop()
+    }
+
     @Test func badLimitsAreErrorsAndUnknownIdsAreNotFound() async throws {
         var f = try await ManagerFixture.make()
         defer { f.stop() }
