@@ -32,6 +32,10 @@ struct Exclusive<Value>: @unchecked Sendable {
 /// Flushes one file (or directory) to disk on behalf of many callers: every write a caller finished
 /// before calling ``sync()`` is on disk when it returns, and callers who arrive while a flush runs
 /// share the next one instead of each paying for their own (a group commit).
+///
+/// A failed flush is final: Linux reports an `fsync` error once and may drop the pages it could not
+/// write, so a later flush that succeeds proves nothing about them. Every later ``sync()`` throws
+/// the same error.
 package final class GroupSync: @unchecked Sendable {
     private let condition = NSCondition()
     private let flush: @Sendable () throws -> Void
@@ -39,7 +43,7 @@ package final class GroupSync: @unchecked Sendable {
     private var started: UInt64 = 0
     private var finished: UInt64 = 0
     private var running = false
-    private var failure: (generation: UInt64, error: any Error)?
+    private var failure: (any Error)?
 
     /// - Parameter flush: Makes everything written so far durable (`fsync` of the file); throws when
     ///   it cannot.
@@ -50,13 +54,14 @@ package final class GroupSync: @unchecked Sendable {
     /// Returns once a flush that started after this call has finished. Blocks: call it from a disk
     /// thread (``DiskWork``) or where blocking is acceptable.
     ///
-    /// - Throws: The error of that flush (or of a later one that failed before this caller woke).
+    /// - Throws: The error of that flush, or of any flush that failed before.
     package func sync() throws {
         condition.lock()
         defer { condition.unlock() }
+        if let failure { throw failure }
         // A flush already running may have started before the caller's write: it does not count.
         let needed = started + 1
-        while finished < needed {
+        while finished < needed, failure == nil {
             if running {
                 condition.wait()
                 continue
@@ -70,9 +75,9 @@ package final class GroupSync: @unchecked Sendable {
             condition.lock()
             running = false
             finished = generation
-            if let error { failure = (generation, error) }
+            if let error { failure = error }
             condition.broadcast()
         }
-        if let failure, failure.generation >= needed { throw failure.error }
+        if let failure { throw failure }
     }
 }

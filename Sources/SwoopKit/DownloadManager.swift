@@ -478,21 +478,19 @@ public actor DownloadManager {
                 changed.append(record)
             case .completed:
                 guard let path = record.destinationPath else { continue }
-                if !queue.contains(record.id), !live.contains(record.id), finishesInterruptedPublish(record) {
-                    report.published.append(record.id)
+                if let now = FileSystem.sizeAndModified(path), now.size == record.finalSize,
+                    now.modified == record.finalModified, record.lastError == nil,
+                    !(record.partPath.map(FileSystem.exists) ?? false)
+                {
+                    continue
                 }
-                let problem: String?
-                if let now = FileSystem.sizeAndModified(path) {
-                    problem = now.size == record.finalSize && now.modified == record.finalModified
-                        ? nil : "\(path) was changed since it was downloaded"
-                } else {
-                    problem = "\(path) was removed"
-                }
-                if problem != record.lastError {
-                    record.lastError = problem
-                    changed.append(record)
-                }
-                if problem != nil { report.changedFiles.append(record.id) }
+                // Not as recorded: look again under the download's lock. A process still finishing
+                // it (between its record and its rename) holds that lock: it is left alone.
+                guard !queue.contains(record.id), !live.contains(record.id),
+                    let checked = try withFreeLock(of: record, { try checkCompleted(record.id) }), let outcome = checked
+                else { continue }
+                if outcome.published { report.published.append(record.id) }
+                if outcome.problem { report.changedFiles.append(record.id) }
             default:
                 continue
             }
@@ -770,14 +768,38 @@ public actor DownloadManager {
     }
 
     /// Throws ``SwoopError/Code/inUse`` when another process holds the download's lock.
-    /// Renames the part file of a download recorded completed whose process stopped before the
-    /// rename, holding the download's lock meanwhile. Whether it did.
-    private func finishesInterruptedPublish(_ record: DownloadRecord) -> Bool {
-        let lock = try? configuration.lockDirectory.map { directory in
-            try ProcessLock.acquire(key: Transfer.lockKey(for: record), in: directory, what: record.url)
+    /// Runs `body` holding the download's lock, or returns `nil` when another process holds it.
+    private func withFreeLock<T>(of record: DownloadRecord, _ body: () throws -> T) throws -> T? {
+        guard let directory = configuration.lockDirectory else { return try body() }
+        let lock: ProcessLock
+        do {
+            lock = try ProcessLock.acquire(key: Transfer.lockKey(for: record), in: directory, what: record.url)
+        } catch let error as SwoopError where error.code == .inUse {
+            return nil
         }
-        guard configuration.lockDirectory == nil || lock != nil else { return false }
-        return withExtendedLifetime(lock) { (try? Transfer.finishInterruptedPublish(of: record)) == true }
+        return try withExtendedLifetime(lock) { try body() }
+    }
+
+    /// Checks a completed download whose file is not as recorded, under its lock and from a fresh
+    /// read: renames its part file if its process stopped before the rename, then records whether
+    /// the file is gone or changed (in its error).
+    private func checkCompleted(_ id: Download.ID) throws -> (published: Bool, problem: Bool)? {
+        guard var record = try store.record(id: id), record.state == .completed, let path = record.destinationPath else {
+            return nil
+        }
+        let published = (try? Transfer.finishInterruptedPublish(of: record)) == true
+        let problem: String?
+        if let now = FileSystem.sizeAndModified(path) {
+            problem = now.size == record.finalSize && now.modified == record.finalModified
+                ? nil : "\(path) was changed since it was downloaded"
+        } else {
+            problem = "\(path) was removed"
+        }
+        if problem != record.lastError {
+            record.lastError = problem
+            try store.update(record, durable: true)
+        }
+        return (published, problem != nil)
     }
 
     static func checkNotRunningElsewhere(_ record: DownloadRecord, lockDirectory: String?) throws {

@@ -143,7 +143,8 @@ public protocol DownloadStore: Sendable {
     func save(_ record: DownloadRecord, durable: Bool) throws
     /// Writes what a transfer changes (state, file, validators, progress, request options) into an
     /// existing record, leaving its key, queue place (priority, position) and creation time as they
-    /// are, so that a transfer never undoes a `move` or `setPriority`. A record that is gone stays gone.
+    /// are, so that a transfer never undoes a `move` or `setPriority`. A record that is gone stays
+    /// gone: the update throws ``SwoopError/Code/store``.
     func update(_ record: DownloadRecord, durable: Bool) throws
     /// Marks a waiting download active, for `ls` while its first request is under way. A record in
     /// any other state is left alone.
@@ -165,6 +166,9 @@ public protocol DownloadStore: Sendable {
     func delete(ids: [Download.ID]) throws
     /// Releases the store's resources; later calls may fail.
     func close() throws
+    /// Whether records survive the process (and, saved durably, a power loss). A transfer with a
+    /// store that keeps nothing makes each rename durable itself.
+    var isDurable: Bool { get }
 }
 
 extension DownloadStore {
@@ -196,6 +200,8 @@ extension DownloadStore {
     }
 
     public func close() throws {}
+
+    public var isDurable: Bool { false }
 }
 
 /// What identifies a download in the store: the same URL to the same directory under the same

@@ -39,8 +39,10 @@ public final class InMemoryDownloadStore: DownloadStore {
 
     /// Under the store's lock, so that no other write falls between reading and writing the record.
     public func update(_ record: DownloadRecord, durable: Bool) throws {
-        records.withLockedValue { records in
-            guard let stored = records[record.id] else { return }
+        try records.withLockedValue { records in
+            guard let stored = records[record.id] else {
+                throw SwoopError(.store, "the record of \(record.url) was removed meanwhile")
+            }
             var merged = record
             merged.priority = stored.priority
             merged.position = stored.position

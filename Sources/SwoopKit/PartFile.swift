@@ -120,12 +120,19 @@ final class PartFile: Sendable {
     }()
 
     /// Flushes the file's data to disk now and records `offset` as synced.
-    func syncNow(upTo offset: Int) throws {
+    ///
+    /// - Parameter metadata: Flush the modification time too (`fsync`, not `fdatasync`): for the
+    ///   last flush before a download is recorded complete with the file's size and mtime.
+    func syncNow(upTo offset: Int, metadata: Bool = false) throws {
         syncQueue.sync {}
         if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
-        // Nothing past the last flush (a part file just created, or saved again): no disk round trip.
-        if offset <= syncedBytes { return }
-        guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+        if metadata {
+            guard fsync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+        } else {
+            // Nothing past the last flush (a part file just created, or saved again): no disk round trip.
+            if offset <= syncedBytes { return }
+            guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+        }
         sync.withLockedValue { $0.synced = max($0.synced, offset) }
     }
 

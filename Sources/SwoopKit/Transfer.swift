@@ -108,8 +108,9 @@ final class Transfer {
             record = existing
             record.checksum = asked.checksum
             record.headers = asked.headers
-            record.collisionPolicy = asked.collisionPolicy
+            // An interrupted rename is finished under the policy it was started with.
             if let done = try recogniseCompleted() { return .alreadyComplete(done) }
+            record.collisionPolicy = asked.collisionPolicy
             try returnToQueue()
             try reopenPartFile()
             if record.state == .completed { return .alreadyComplete(record.snapshot()) }
@@ -132,8 +133,22 @@ final class Transfer {
             if let partPath = record.partPath, FileSystem.isSameFile(partPath, path) { unlink(partPath) }
             return record.snapshot()
         }
-        if try Self.finishInterruptedPublish(of: record) {
+        if (try? Self.finishInterruptedPublish(of: record)) == true {
             return record.snapshot()
+        }
+        if let partPath = record.partPath, let size = record.finalSize, FileSystem.sizeAndModified(partPath)?.size == size {
+            // The completed bytes are in the part file, but it cannot be renamed as it is (its name
+            // was taken meanwhile, or its mtime on disk predates the record after a power loss).
+            // Continue from them: the server confirms them (416 under If-Range) before the rename.
+            emit(.notice(record.snapshot(), "\(partPath) holds the completed download but was not renamed; checking it with the server"))
+            record.state = try DownloadStateMachine.next(after: .completed, on: .invalidate).get()
+            record.committedBytes = size
+            record.syncedBytes = size
+            record.bootID = bootID
+            record.finalSize = nil
+            record.finalModified = nil
+            try storeCall { try store.update(record, durable: true) }
+            return nil
         }
         let why = FileSystem.exists(path) ? "was changed since it was downloaded" : "was removed"
         emit(.notice(record.snapshot(), "\(path) \(why); downloading it again"))
@@ -647,7 +662,8 @@ final class Transfer {
             throw SwoopError(.fileSystem, "no part file for \(record.url)")
         }
         try surfaceSyncFailure(part)
-        try part.syncNow(upTo: offset)
+        // With the mtime: the record names it, and a rename redone after a power loss checks it.
+        try part.syncNow(upTo: offset, metadata: true)
         record.totalBytes = record.totalBytes ?? offset
         if let expected = request.checksum {
             let actual = try Checksum.digest(of: partPath, algorithm: expected.algorithm)
@@ -665,16 +681,19 @@ final class Transfer {
         }
         // A rename keeps size and modification time: these are what the final file will show.
         let stat = try part.sizeAndModified()
-        try recordCompleted(size: stat.size, modified: stat.modified)
+        let before = record
         do {
+            try recordCompleted(size: stat.size, modified: stat.modified)
             try FileSystem.publish(partPath, as: finalPath, replace: request.collisionPolicy == .overwrite)
         } catch {
-            // Not published, so not complete: the bytes stay in the part file, and the failure
-            // that follows records that.
-            record.state = .active
-            record.finalSize = nil
-            record.finalModified = nil
+            // Not recorded or not published, so not complete: the record goes back to what it was
+            // (active), the bytes stay in the part file, and the failure that follows records it.
+            record = before
             throw error
+        }
+        if !store.isDurable {
+            // No record will survive to redo a rename lost in a power loss: make it durable now.
+            FileSystem.syncDirectory((finalPath as NSString).deletingLastPathComponent)
         }
         self.part = nil
         let done = record.snapshot()

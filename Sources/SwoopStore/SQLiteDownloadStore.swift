@@ -178,7 +178,13 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// One `UPDATE` of the columns a transfer owns: the key and queue columns (and their indexes)
     /// are not rewritten, as an upsert of the whole row would.
     public func update(_ record: DownloadRecord, durable: Bool) throws {
-        try write { db in try db.cachedStatement(sql: Row.updateSQL).execute(arguments: Row(record).updateArguments) }
+        let changed = try write { db in
+            try db.cachedStatement(sql: Row.updateSQL).execute(arguments: Row(record).updateArguments)
+            return db.changesCount
+        }
+        guard changed > 0 else {
+            throw SwoopError(.store, "the record of \(record.url) was removed from \(path) meanwhile (by another swoop process?)")
+        }
         if durable { try makeDurable() }
     }
 
@@ -234,6 +240,8 @@ public final class SQLiteDownloadStore: DownloadStore {
     public func delete(id: Download.ID) throws {
         _ = try write { db in try Row.deleteOne(db, key: id.rawValue) }
     }
+
+    public var isDurable: Bool { true }
 
     /// Closes the database connection.
     public func close() throws {
@@ -447,6 +455,8 @@ private final class WriteAheadLog: @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`.
     private var fd: Int32 = -1
+    private var isClosed = false
+    private var directorySynced = false
 
     init(databasePath: String) {
         self.databasePath = databasePath
@@ -465,8 +475,17 @@ private final class WriteAheadLog: @unchecked Sendable {
                 fd = -1
             }
         }
+        guard !isClosed else { throw POSIXError(.EBADF) }
         if fd < 0 {
             fd = Glibc.open(databasePath + "-wal", O_RDONLY | O_CLOEXEC)
+            if fd >= 0, !directorySynced {
+                // A new log's name must survive too (SQLite at FULL flushes the directory as well).
+                let directory = Glibc.open((databasePath as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if directory >= 0 {
+                    directorySynced = fsync(directory) == 0
+                    _ = Glibc.close(directory)
+                }
+            }
         }
         // No log (not WAL mode): the commit went to the database file itself.
         let target = fd >= 0 ? fd : Glibc.open(databasePath, O_RDONLY | O_CLOEXEC)
@@ -480,5 +499,6 @@ private final class WriteAheadLog: @unchecked Sendable {
         defer { lock.unlock() }
         if fd >= 0 { _ = Glibc.close(fd) }
         fd = -1
+        isClosed = true
     }
 }

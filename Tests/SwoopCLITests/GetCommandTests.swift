@@ -107,9 +107,11 @@ struct GetCommandTests {
 
     @Test func connectionRefusedIsExitFourWithOneLine() async throws {
         defer { stop() }
-        let closed = server.url("/x")
-        try await server.shutdown()
+        // Bound, not listening: refused, and no other test's server can take the port meanwhile.
+        let refusing = try TestPort(listening: false)
+        let closed = refusing.url("/x")
         let result = try await get(["--retries", "1", closed])
+        withExtendedLifetime(refusing) {}
         #expect(result.status == 4)
         #expect(result.stderrLines.last == "swoop: error: cannot connect to \(closed): Connection refused")
         #expect(files().isEmpty)

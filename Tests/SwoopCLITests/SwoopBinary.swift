@@ -52,8 +52,8 @@ struct SwoopBinary {
             let base = NSTemporaryDirectory() + "swoop-cli-\(UUID().uuidString)"
             out = URL(fileURLWithPath: base + ".out")
             err = URL(fileURLWithPath: base + ".err")
-            FileManager.default.createFile(atPath: out.path, contents: nil)
-            FileManager.default.createFile(atPath: err.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: err.path, contents: nil)
             process.standardOutput = try FileHandle(forWritingTo: out)
             process.standardError = try FileHandle(forWritingTo: err)
             process.standardInput = FileHandle.nullDevice

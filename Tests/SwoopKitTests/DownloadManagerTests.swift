@@ -516,7 +516,7 @@ struct DownloadManagerTests {
     /// A download another process paused after this one queued it is skipped, even when the pause
     /// lands after the queue's own check (the transfer re-reads the record under the lock).
     @Test func aQueuedTransferLeavesARecordPausedElsewhereAlone() async throws {
-        var f = try await ManagerFixture.make()
+        let f = try await ManagerFixture.make()
         defer { f.stop() }
         f.serve("/late.bin", size: 1_000)
         var configuration = f.configuration

@@ -249,10 +249,12 @@ struct TransferTests {
 
     @Test func connectionRefusedIsRetriedThenReported() async throws {
         var f = try await Fixture.make()
+        defer { f.stop() }
         f.configuration.retry.maxRetries = 1
-        let url = f.server.url("/f.bin")
-        await f.shutdown()
-        let (result, _) = await f.download(try DownloadRequest(url: url, directory: f.directory))
+        // Bound, not listening: refused, and no other test's server can take the port meanwhile.
+        let refusing = try TestPort(listening: false)
+        let (result, _) = await f.download(try DownloadRequest(url: refusing.url("/f.bin"), directory: f.directory))
+        withExtendedLifetime(refusing) {}
         guard case .failure(let error) = result else { Issue.record("should fail"); return }
         #expect(error.code == .network)
         #expect(error.message.contains("127.0.0.1"))

@@ -93,9 +93,10 @@ struct DownloadStoreContractTests {
         var transfer = deleted
         transfer.state = .paused
         transfer.committedBytes = 500
-        try store.update(transfer, durable: durable)
+        // A clear error (the transfer stops), and no record comes back.
+        #expect(throws: SwoopError.self) { try store.update(transfer, durable: durable) }
         // Nor does it create one that was never saved.
-        try store.update(record("never.bin"), durable: durable)
+        #expect(throws: SwoopError.self) { try store.update(record("never.bin"), durable: durable) }
 
         #expect(try store.record(id: deleted.id) == nil)
         #expect(try store.find(url: deleted.url, directory: deleted.directory, requestedName: "") == nil)
