@@ -857,7 +857,10 @@ public actor DownloadManager {
                     hub.publish(event)
                 }
             )
-            return try await transfer.run()
+            // On an event loop of the HTTP client: see `EventLoopExecutor`.
+            return try await withTaskExecutorPreference(EventLoopExecutor.next()) {
+                try await transfer.run()
+            }
         }
     }
 }
