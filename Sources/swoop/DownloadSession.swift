@@ -58,6 +58,7 @@ struct DownloadSession {
         var status = ExitStatus.success
         do {
             let report = try await manager.reconcile()
+            reportPublished(report.published.count)
             reportOrphans(report.orphanedPartFiles)
             let ids = try await start(work, manager: manager)
             if ids.isEmpty {
@@ -167,6 +168,12 @@ struct DownloadSession {
     private func printJSON(_ download: Download) {
         guard let data = try? JSONOutput.encoder.encode(download), let line = String(data: data, encoding: .utf8) else { return }
         console.result(line)
+    }
+
+    private func reportPublished(_ count: Int) {
+        guard count > 0 else { return }
+        let downloads = count == 1 ? "1 completed download" : "\(count) completed downloads"
+        console.notice("renamed \(downloads) that an earlier run stopped before renaming")
     }
 
     private func reportOrphans(_ paths: [String]) {

@@ -54,6 +54,24 @@ struct GetCommandTests {
         #expect(server.requests(to: "/file.bin").count == 1)
     }
 
+    /// A run stopped between recording a download complete and renaming its part file: the next
+    /// `swoop get` renames it at start, says so, and asks the server for nothing.
+    @Test func theNextRunRenamesACompletedPartFileAndSaysSo() async throws {
+        defer { stop() }
+        let body = serve("/late.bin", size: 50_000)
+        #expect(try await get([server.url("/late.bin")]).status == 0)
+        // As a crash after the record and before the rename leaves it (a rename keeps the mtime).
+        #expect(rename(out + "/late.bin", out + "/late.bin.swoop") == 0)
+
+        let again = try await get([server.url("/late.bin")])
+        #expect(again.status == 0)
+        #expect(again.stderrLines.contains("swoop: renamed 1 completed download that an earlier run stopped before renaming"))
+        #expect(again.stdoutLines.last == "\(out)/late.bin is already complete (48.8 KiB, 50000 bytes)")
+        #expect(files() == ["late.bin"])
+        #expect(digest(out + "/late.bin") == digest(body))
+        #expect(server.requests(to: "/late.bin").count == 1)
+    }
+
     @Test func quietPrintsNothingOnSuccess() async throws {
         defer { stop() }
         _ = serve("/q.bin", size: 1000)
