@@ -322,7 +322,7 @@ public actor DownloadManager {
                 if record.state != .waiting { record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get() }
             case .active:
                 // Left by a process that died, unless one is running it (then it is not ours to resume).
-                guard (try? Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory)) != nil else { continue }
+                guard (try? withFreeLock(of: record, {})) != nil else { continue }
                 record.state = try DownloadStateMachine.next(after: .active, on: .recover).get()
             case .completed, .removed:
                 continue
@@ -471,17 +471,14 @@ public actor DownloadManager {
         for var record in records {
             switch record.state {
             case .active where !queue.contains(record.id) && !live.contains(record.id):
-                guard (try? Self.checkNotRunningElsewhere(record, lockDirectory: configuration.lockDirectory)) != nil else { continue }
+                guard (try? withFreeLock(of: record, {})) != nil else { continue }
                 record.state = try DownloadStateMachine.next(after: .active, on: .recover).get()
                 record.bytesPerSecond = 0
                 report.recovered.append(record.id)
                 changed.append(record)
             case .completed:
                 guard let path = record.destinationPath else { continue }
-                if let now = FileSystem.sizeAndModified(path), now.size == record.finalSize,
-                    now.modified == record.finalModified, record.lastError == nil,
-                    !(record.partPath.map(FileSystem.exists) ?? false)
-                {
+                if record.isCompletedFile(at: path), record.lastError == nil, !(record.partPath.map(FileSystem.exists) ?? false) {
                     continue
                 }
                 // Not as recorded: look again under the download's lock. A process still finishing
@@ -745,7 +742,7 @@ public actor DownloadManager {
         if deletingFile {
             if let part = record.partPath { unlink(part) }
             if record.state == .completed, let path = record.destinationPath {
-                if let now = FileSystem.sizeAndModified(path), now.size == record.finalSize, now.modified == record.finalModified {
+                if record.isCompletedFile(at: path) {
                     unlink(path)
                 } else if FileSystem.exists(path) {
                     hub.publish(.notice(record.snapshot(), "\(path) was changed since it was downloaded; kept it"))
@@ -788,13 +785,8 @@ public actor DownloadManager {
             return nil
         }
         let published = (try? Transfer.finishInterruptedPublish(of: record)) == true
-        let problem: String?
-        if let now = FileSystem.sizeAndModified(path) {
-            problem = now.size == record.finalSize && now.modified == record.finalModified
-                ? nil : "\(path) was changed since it was downloaded"
-        } else {
-            problem = "\(path) was removed"
-        }
+        let problem = record.isCompletedFile(at: path)
+            ? nil : FileSystem.exists(path) ? "\(path) was changed since it was downloaded" : "\(path) was removed"
         if problem != record.lastError {
             record.lastError = problem
             try store.update(record, durable: true)

@@ -104,6 +104,13 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
         return min(syncedBytes, committedBytes, fileSize)
     }
 
+    /// Whether the file at `path` is the one this download completed: the size and modification
+    /// time recorded with the completion (a rename keeps both, so the part file counts too).
+    func isCompletedFile(at path: String) -> Bool {
+        guard let now = FileSystem.sizeAndModified(path) else { return false }
+        return now.size == finalSize && now.modified == finalModified
+    }
+
     /// The request this record was made from (to run it again).
     public func request() throws -> DownloadRequest {
         var request = try DownloadRequest(url: url, directory: directory, fileName: requestedName.isEmpty ? nil : requestedName)

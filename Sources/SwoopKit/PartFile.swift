@@ -229,7 +229,7 @@ final class ProcessLock: Sendable {
     private static let ofdSetLock: Int32 = 37
 }
 
-enum FileSystem {
+package enum FileSystem {
     /// The kernel's boot id; a change means the machine restarted and unsynced bytes are suspect.
     static let bootID: String = {
         let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
@@ -304,11 +304,13 @@ enum FileSystem {
         for directory in directories.sorted() { syncDirectory(directory) }
     }
 
-    /// Makes the renames in `path` durable.
-    static func syncDirectory(_ path: String) {
+    /// Makes the names created or renamed in the directory `path` durable. Returns whether the
+    /// `fsync` succeeded.
+    @discardableResult
+    package static func syncDirectory(_ path: String) -> Bool {
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fsync(fd)
-        _ = Glibc.close(fd)
+        guard fd >= 0 else { return false }
+        defer { _ = Glibc.close(fd) }
+        return fsync(fd) == 0
     }
 }

@@ -129,7 +129,7 @@ final class Transfer {
     /// A completed record whose file is still as Swoop left it needs no work.
     private func recogniseCompleted() throws -> Download? {
         guard record.state == .completed, let path = record.destinationPath else { return nil }
-        if let now = FileSystem.sizeAndModified(path), now.size == record.finalSize, now.modified == record.finalModified {
+        if record.isCompletedFile(at: path) {
             if let partPath = record.partPath, FileSystem.isSameFile(partPath, path) { unlink(partPath) }
             return record.snapshot()
         }
@@ -719,7 +719,7 @@ final class Transfer {
     /// final file is now in place; `false` when the part file is not the completed one.
     static func finishInterruptedPublish(of record: DownloadRecord) throws -> Bool {
         guard record.state == .completed, let partPath = record.partPath, let finalPath = record.destinationPath,
-            let part = FileSystem.sizeAndModified(partPath), part.size == record.finalSize, part.modified == record.finalModified
+            record.isCompletedFile(at: partPath)
         else { return false }
         if FileSystem.isSameFile(partPath, finalPath) {
             unlink(partPath)

@@ -480,11 +480,7 @@ private final class WriteAheadLog: @unchecked Sendable {
             fd = Glibc.open(databasePath + "-wal", O_RDONLY | O_CLOEXEC)
             if fd >= 0, !directorySynced {
                 // A new log's name must survive too (SQLite at FULL flushes the directory as well).
-                let directory = Glibc.open((databasePath as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                if directory >= 0 {
-                    directorySynced = fsync(directory) == 0
-                    _ = Glibc.close(directory)
-                }
+                directorySynced = FileSystem.syncDirectory((databasePath as NSString).deletingLastPathComponent)
             }
         }
         // No log (not WAL mode): the commit went to the database file itself.
