@@ -69,7 +69,7 @@ struct DownloadSession {
         } catch let error as SwoopError {
             // A signal during start-up shuts the manager down under `add`: that is no error of its own.
             if interruption.received == nil {
-                console.error(error.message)
+                console.error(error.userMessage)
                 status = ExitStatus.code(for: error)
             }
         } catch {
@@ -129,7 +129,7 @@ struct DownloadSession {
                 report(download, " is already complete")
             case .failed(_, let error) where error.code != .cancelled:
                 failures.append(Failure(download: download, error: error))
-                if global.json { printJSON(download) } else { console.error(error.message) }
+                if global.json { printJSON(download) } else { console.error(error.userMessage) }
             case .paused, .removed:
                 // Paused by Ctrl-C: the closing notice says how to go on; otherwise another process did it.
                 if global.json {
@@ -150,7 +150,7 @@ struct DownloadSession {
                 for failure in failures {
                     // Messages name their URL; the few that name a path instead get the URL first.
                     let url = failure.download.url
-                    let message = failure.error.message
+                    let message = failure.error.userMessage
                     console.error("  " + (url.isEmpty || message.contains(url) ? message : "\(url): \(message)"))
                 }
             }

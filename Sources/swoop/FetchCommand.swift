@@ -46,7 +46,7 @@ struct FetchCommand: AsyncParsableCommand {
             let headers = try HeaderOption.parse(self.headers)
             var configuration = SwoopKit.Configuration()
             if let userAgent { configuration.userAgent = userAgent }
-            proxy.apply(to: &configuration)
+            try proxy.apply(to: &configuration)
             if !noCache {
                 configuration.cache.directory = cacheDir.map { ($0 as NSString).expandingTildeInPath }
                     ?? SwoopKit.Configuration.Cache.defaultDirectory()
@@ -61,7 +61,7 @@ struct FetchCommand: AsyncParsableCommand {
             try? await manager.shutdown()
             try StandardOutput.write(try result.get())
         } catch let error as SwoopError {
-            console.error(error.message)
+            console.error(error.userMessage)
             throw ExitCode(ExitStatus.code(for: error))
         } catch {
             console.error("\(error)")
@@ -76,19 +76,7 @@ enum StandardOutput {
     ///
     /// - Throws: ``SwoopError`` (file system) naming standard output, for example on `EPIPE`.
     static func write(_ data: Data) throws {
-        var failure: Int32?
-        data.withUnsafeBytes { raw in
-            var done = 0
-            while done < raw.count {
-                let n = Glibc.write(STDOUT_FILENO, raw.baseAddress! + done, raw.count - done)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    failure = n < 0 ? errno : EIO
-                    return
-                }
-                done += n
-            }
-        }
+        let failure = data.withUnsafeBytes { WriteAll.write(STDOUT_FILENO, $0) }
         if let failure {
             throw SwoopError(.fileSystem, "cannot write to standard output: \(String(cString: strerror(failure)))")
         }

@@ -133,7 +133,7 @@ private func forEachDownload(
                     console.result("\(verb) \(id.rawValue.prefix(8)) \(download.url)")
                 }
             } catch let error as SwoopError {
-                console.error(error.message)
+                console.error(error.userMessage)
                 if status == ExitStatus.success { status = ExitStatus.code(for: error) }
             }
         }

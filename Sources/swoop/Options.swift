@@ -152,7 +152,7 @@ struct TransferOptions: ParsableArguments {
         configuration.tls.insecure = insecure
         if let userAgent { configuration.userAgent = userAgent }
         configuration.lockDirectory = lockDirectory
-        proxy.apply(to: &configuration)
+        try proxy.apply(to: &configuration)
         configuration.limits = try limits()
         return configuration
     }
@@ -233,17 +233,33 @@ struct ProxyOptions: ParsableArguments {
     @Flag(help: "Ignore the proxy environment variables (https_proxy, http_proxy, all_proxy, no_proxy).")
     var noProxyEnv = false
 
-    func apply(to configuration: inout SwoopKit.Configuration) {
+    func apply(to configuration: inout SwoopKit.Configuration) throws {
         configuration.proxy.url = proxy
+        if let proxy, !proxy.trimmingCharacters(in: .whitespaces).isEmpty {
+            // Checked here so that the error names the option (the engine names "the proxy setting").
+            _ = try ProxySettings(parsing: proxy.trimmingCharacters(in: .whitespaces), source: "--proxy")
+        }
         configuration.proxy.noProxy = noproxy
         configuration.proxy.useEnvironment = !noProxyEnv
     }
 }
 
 extension SwoopError {
+    /// The message with the command-line advice that fits it: the engine says what happened, the
+    /// command line says which option changes it.
+    var userMessage: String {
+        if code == .destinationExists, message.hasSuffix(" already exists") {
+            return message + " (use --overwrite to replace it)"
+        }
+        if code == .tls, message.hasSuffix("certificate verification failed") {
+            return message + " (use --ca-certificate for a private CA)"
+        }
+        return message
+    }
+
     /// Prints the error and turns it into the documented exit code.
     func exit(on console: Console) -> ExitCode {
-        console.error(message)
+        console.error(userMessage)
         return ExitCode(ExitStatus.code(for: self))
     }
 }

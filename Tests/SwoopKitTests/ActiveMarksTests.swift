@@ -44,10 +44,12 @@ struct ActiveMarksTests {
         let body = f.serve("/quick.bin", size: 10_000)
         let marks = NIOLockedValueBox(0)
         let store = ObservedStore(onMarkActive: { _ in marks.withLockedValue { $0 += 1 } })
-        let outcome = try await f.download(try f.request("/quick.bin"), store: store).result.get()
+        let manager = try DownloadManager(configuration: f.configuration, store: store)
+        let outcome = try await manager.download(try f.request("/quick.bin"))
         #expect(sha256(file: f.path("quick.bin")) == sha256(body))
-        #expect(!ActiveMarks.shared.isPending(outcome.download.id))
+        #expect(!manager.activeMarks.isPending(outcome.download.id))
         #expect(marks.withLockedValue { $0 } == 0)
         #expect(try store.all().first?.state == .completed)
+        try await manager.shutdown()
     }
 }

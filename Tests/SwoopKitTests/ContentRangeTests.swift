@@ -140,6 +140,6 @@ struct ContentRangeTests {
 
     @Test(arguments: decimals)
     func decimal(_ text: String, _ expected: Int?) {
-        #expect(ContentRange.decimal(text.utf8) == expected)
+        #expect(Syntax.decimal(text.utf8) == expected)
     }
 }

@@ -354,7 +354,7 @@ struct DownloadManagerTests {
         var busy = f.record("/busy.bin")
         busy.state = .active
         try store.save(busy)
-        let lock = try ProcessLock.acquire(key: Transfer.lockKey(for: busy), in: f.lockDirectory, what: busy.url)
+        let lock = try DownloadLock.acquire(busy.key, in: f.lockDirectory)
         var gone = f.record("/gone.bin")
         gone.state = .completed
         gone.fileName = "gone.bin"

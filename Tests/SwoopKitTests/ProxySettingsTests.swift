@@ -206,7 +206,7 @@ struct ProxySettingsTests {
             _ = try picks(url: "socks9://x", [:], for: [])
             Issue.record("accepted")
         } catch let error as SwoopError {
-            #expect(error.message == "invalid proxy socks9://x in --proxy: unsupported scheme socks9 (use http, socks5 or socks5h)")
+            #expect(error.message == "invalid proxy socks9://x in the proxy setting: unsupported scheme socks9 (use http, socks5 or socks5h)")
         }
         // A bad variable that would never be read is not an error.
         #expect(try picks(url: "x:5", ["http_proxy": "ftp://x"], for: both) == ["x:5", "x:5"])

@@ -1,0 +1,82 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A cross-process lock on one download: an open-file-description byte-range lock (`F_OFD_SETLK`)
+/// on one byte of one shared file, `downloads.lock` in the lock directory. The byte's offset comes
+/// from the download's key (sha-256, 61 bits), so downloads never share a byte in practice, and no file
+/// is created per download (thousands of small downloads would otherwise each pay an inode). The
+/// kernel drops the lock when the process dies, however it dies.
+///
+/// The holder also writes its pid at a small slot derived from the same hash, so a refused process
+/// can name it; two downloads sharing a slot (1 in 65,536) can only make that pid wrong, never the lock.
+final class DownloadLock: Sendable {
+    /// The locked file, or `nil` for a lock that locks nothing (no lock directory: an ephemeral manager).
+    private let fd: Int32?
+
+    private init(fd: Int32?) { self.fd = fd }
+
+    deinit { if let fd { _ = Glibc.close(fd) } }
+
+    /// Takes the lock of one download: the one place a download's lock is keyed (its URL,
+    /// directory and requested name).
+    ///
+    /// - Parameter directory: The lock directory; `nil` locks nothing (a manager that writes no state).
+    /// - Throws: ``SwoopError/Code/inUse`` naming the holder's pid when another process holds it.
+    static func acquire(_ key: DownloadKey, in directory: String?) throws -> DownloadLock {
+        guard let directory else { return DownloadLock(fd: nil) }
+        return try acquire(key: "\(key.url)\n\(key.directory)\n\(key.requestedName)", in: directory, what: key.url)
+    }
+
+    /// Takes the lock of one download, or returns `nil` when another process holds it.
+    static func acquireIfFree(_ key: DownloadKey, in directory: String?) throws -> DownloadLock? {
+        do {
+            return try acquire(key, in: directory)
+        } catch let error as SwoopError where error.code == .inUse {
+            return nil
+        }
+    }
+
+    /// This process's id, written into the slot table (looked up once: `getpid` is a system call).
+    private static let pid = getpid()
+
+    /// The shared lock file in a lock directory.
+    static func fileName() -> String { "downloads.lock" }
+
+    /// Takes the lock of `key` in `directory`, or throws ``SwoopError/Code/inUse`` naming the holder's pid.
+    static func acquire(key: String, in directory: String, what: String) throws -> DownloadLock {
+        let path = (directory as NSString).appendingPathComponent(fileName())
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw SwoopError.fileSystem("open lock file", path: path, errno: errno) }
+        let hash = Hashing.sha256(key).prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        // High offsets for the locks, a low table for the pids: the two never overlap.
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = off_t(1 << 40) + off_t(hash >> 3)
+        lock.l_len = 1
+        let pidSlot = off_t(hash % 65_536) * 8
+        guard fcntl(fd, Self.ofdSetLock, &lock) == 0 else {
+            let code = errno
+            var bytes = [UInt8](repeating: 0, count: 8)
+            let n = pread(fd, &bytes, 8, pidSlot)
+            _ = Glibc.close(fd)
+            guard code == EAGAIN || code == EACCES else { throw SwoopError.fileSystem("lock", path: path, errno: code) }
+            let pid = n == 8 ? bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } : 0
+            throw SwoopError(.inUse, "\(what) is already being downloaded by another swoop process (pid \(pid > 0 ? String(pid) : "?"))")
+        }
+        let pid = UInt64(Self.pid)
+        let bytes = (0..<8).map { UInt8(truncatingIfNeeded: pid >> (56 - 8 * UInt64($0))) }
+        _ = pwrite(fd, bytes, 8, pidSlot)
+        return DownloadLock(fd: fd)
+    }
+
+    /// `F_OFD_SETLK` (Linux 3.15+), which the Glibc module does not export.
+    private static let ofdSetLock: Int32 = 37
+}

@@ -1,0 +1,80 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+package enum FileSystem {
+    /// The kernel's boot id; a change means the machine restarted and unsynced bytes are suspect.
+    static let bootID: String = {
+        let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+        return text?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
+    }()
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// Whether both paths name the same file (hard links of one inode).
+    static func isSameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard lstat(a, &first) == 0, lstat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
+    /// Size and modification time, or `nil` when the file is missing.
+    static func sizeAndModified(_ path: String) -> (size: Int, modified: Double)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        return (Int(info.st_size), modified)
+    }
+
+    /// Checks that `path` is a writable directory, naming it in the error.
+    static func checkWritableDirectory(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw SwoopError.fileSystem("use directory", path: path, errno: errno)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw SwoopError(.fileSystem, "cannot use directory \(path): not a directory")
+        }
+        guard access(path, W_OK | X_OK) == 0 else {
+            throw SwoopError.fileSystem("write to directory", path: path, errno: errno)
+        }
+    }
+
+    /// Gives `part` the name `final`. Without `replace`, fails if `final` appeared meanwhile. The
+    /// directory is not flushed here (see ``DirectorySyncs``).
+    static func publish(_ part: String, as final: String, replace: Bool) throws {
+        if replace {
+            guard rename(part, final) == 0 else { throw SwoopError.fileSystem("rename \(part) to", path: final, errno: errno) }
+        } else if link(part, final) == 0 {
+            _ = unlink(part)
+        } else if errno == EEXIST {
+            throw SwoopError(.destinationExists, "cannot rename \(part): \(final) appeared meanwhile; the download is kept in \(part)")
+        } else {
+            // File systems without hard links: the check and the rename are not atomic there.
+            guard !exists(final) else {
+                throw SwoopError(.destinationExists, "cannot rename \(part): \(final) already exists")
+            }
+            guard rename(part, final) == 0 else { throw SwoopError.fileSystem("rename \(part) to", path: final, errno: errno) }
+        }
+    }
+
+    /// Makes the names created or renamed in the directory `path` durable. Returns whether the
+    /// `fsync` succeeded.
+    @discardableResult
+    package static func syncDirectory(_ path: String) -> Bool {
+        let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { _ = Glibc.close(fd) }
+        return fsync(fd) == 0
+    }
+}

@@ -1,0 +1,172 @@
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file a download writes into before it gets its final name. Bytes go in with `pwrite` at
+/// explicit offsets; `fdatasync` runs off the hot path and reports how far the disk is known to hold.
+/// The file is `flock`ed for as long as it is open, so two processes never write one download.
+final class PartFile: Sendable {
+    let path: String
+    private let fd: Int32
+    private let syncQueue = DispatchQueue(label: "swoop.partfile.sync")
+    private let sync = NIOLockedValueBox(SyncState())
+
+    private struct SyncState {
+        var synced = 0
+        var inFlight = false
+        var error: Int32?
+    }
+
+    private init(path: String, fd: Int32) {
+        self.path = path
+        self.fd = fd
+    }
+
+    deinit {
+        syncQueue.sync {}
+        _ = Glibc.close(fd)
+    }
+
+    /// Opens (or creates) a part file and locks it.
+    ///
+    /// - Parameter exclusive: Fail with `EEXIST` (returned as `nil`) when the file already exists.
+    /// - Returns: The open file, or `nil` when `exclusive` and the file exists.
+    /// - Throws: ``SwoopError/Code/inUse`` when another process holds it; a file-system error otherwise.
+    static func open(_ path: String, exclusive: Bool) throws -> PartFile? {
+        let flags = O_RDWR | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : 0)
+        let fd = Glibc.open(path, flags, 0o644)
+        if fd < 0 {
+            if exclusive && errno == EEXIST { return nil }
+            throw SwoopError.fileSystem("create", path: path, errno: errno)
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            _ = Glibc.close(fd)
+            if code == EWOULDBLOCK {
+                throw SwoopError(.inUse, "\(path) is being downloaded by another swoop process")
+            }
+            throw SwoopError.fileSystem("lock", path: path, errno: code)
+        }
+        return PartFile(path: path, fd: fd)
+    }
+
+    /// The file's current size.
+    func size() throws -> Int {
+        try sizeAndModified().size
+    }
+
+    /// The file's size and modification time (seconds since 1970), as `FileSystem.sizeAndModified`
+    /// reports them for a path.
+    func sizeAndModified() throws -> (size: Int, modified: Double) {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw SwoopError.fileSystem("stat", path: path, errno: errno) }
+        return (Int(info.st_size), Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+    }
+
+    /// Cuts the file to `length` bytes and forgets any sync beyond it.
+    func truncate(to length: Int) throws {
+        // A flush still running would otherwise report the old length as synced after the cut.
+        syncQueue.sync {}
+        guard ftruncate(fd, off_t(length)) == 0 else {
+            throw SwoopError.fileSystem("truncate", path: path, errno: errno)
+        }
+        sync.withLockedValue { $0.synced = min($0.synced, length) }
+    }
+
+    /// Writes all readable bytes of `buffer` at `offset`.
+    func write(_ buffer: ByteBuffer, at offset: Int) throws {
+        let failure = buffer.withUnsafeReadableBytes { WriteAll.write(fd, $0, at: offset) }
+        if let failure { throw SwoopError.fileSystem("write to", path: path, errno: failure) }
+    }
+
+    /// Flushes the whole file's data to disk now, whatever was flushed before (segmented downloads,
+    /// which track what a flush covers themselves).
+    func flush() throws {
+        syncQueue.sync {}
+        if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
+        guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+    }
+
+    /// Asks the kernel to start writing `length` bytes at `offset` to disk now, without waiting
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): the final `fdatasync` then finds little left to do.
+    /// Best effort: an error here changes nothing (the flushes that count still report theirs).
+    func startWriteback(offset: Int, length: Int) {
+        guard length > 0, let syncFileRange = Self.syncFileRange else { return }
+        _ = syncFileRange(fd, off_t(offset), off_t(length), 2 /* SYNC_FILE_RANGE_WRITE */)
+    }
+
+    /// Written bytes are handed to the disk's writeback in chunks of this size as they come (see
+    /// ``startWriteback(offset:length:)``), so the flush before the rename has little left to write.
+    static let writebackChunk = 8 << 20
+
+    /// glibc's `sync_file_range`, which the Glibc module does not export (it needs `_GNU_SOURCE`).
+    private static let syncFileRange: (@convention(c) (Int32, off_t, off_t, UInt32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32, off_t, off_t, UInt32) -> Int32).self)
+    }()
+
+    /// Flushes the file's data to disk now and records `offset` as synced.
+    ///
+    /// - Parameter metadata: Flush the modification time too (`fsync`, not `fdatasync`): for the
+    ///   last flush before a download is recorded complete with the file's size and mtime.
+    func syncNow(upTo offset: Int, metadata: Bool = false) throws {
+        syncQueue.sync {}
+        if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
+        if metadata {
+            guard fsync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+        } else {
+            // Nothing past the last flush (a part file just created, or saved again): no disk round trip.
+            if offset <= syncedBytes { return }
+            guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+        }
+        sync.withLockedValue { $0.synced = max($0.synced, offset) }
+    }
+
+    /// Starts an `fdatasync` on a background queue unless one is running; when it finishes,
+    /// ``syncedBytes`` becomes `offset`. The caller keeps writing meanwhile.
+    func syncInBackground(upTo offset: Int) {
+        let sync = self.sync
+        syncInBackground { sync.withLockedValue { $0.synced = max($0.synced, offset) } }
+    }
+
+    /// Starts an `fdatasync` on a background queue unless one is running, and calls `then` when it
+    /// succeeds (for callers that track what a flush covers themselves, like segmented downloads).
+    /// Returns whether a flush was started.
+    @discardableResult
+    func syncInBackground(then: @escaping @Sendable () -> Void) -> Bool {
+        let start = sync.withLockedValue { state -> Bool in
+            guard !state.inFlight else { return false }
+            state.inFlight = true
+            return true
+        }
+        guard start else { return false }
+        syncQueue.async { [fd, sync] in
+            let failed = fdatasync(fd) != 0 ? errno : nil
+            sync.withLockedValue { state in
+                state.inFlight = false
+                if let failed { state.error = failed }
+            }
+            if failed == nil { then() }
+        }
+        return true
+    }
+
+    /// The `errno` of a background flush that failed, if one did.
+    var syncFailure: Int32? { sync.withLockedValue { $0.error } }
+
+    /// Bytes from the start known to be on disk.
+    var syncedBytes: Int { sync.withLockedValue { $0.synced } }
+
+    /// Sets what is known to be on disk (from the store, when the part file is reopened in the
+    /// same boot this is unknown, so callers pass what the store trusted).
+    func assumeSynced(_ offset: Int) { sync.withLockedValue { $0.synced = offset } }
+}

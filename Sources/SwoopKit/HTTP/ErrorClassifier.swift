@@ -1,0 +1,72 @@
+import Foundation
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// Turns what the HTTP stack throws into a ``SwoopError`` with a clear message and the right
+/// retry class. Unknown transport errors are retryable: a fresh attempt resumes from the saved offset.
+enum ErrorClassifier {
+    static func classify(_ error: any Error, url: String, timeouts: Configuration.Timeouts) -> SwoopError {
+        switch error {
+        case let error as SwoopError:
+            return error
+        case is CancellationError:
+            return SwoopError(.cancelled, "download of \(url) interrupted", cause: error)
+        case let error as HTTPClientError:
+            return classify(httpClient: error, url: url, timeouts: timeouts)
+        case let error as NIOSSLError:
+            return SwoopError(.tls, "TLS error with \(url): \(error)", cause: error)
+        case let error as BoringSSLError:
+            return SwoopError(.tls, "TLS error with \(url): \(tlsMessage(error))", cause: error)
+        case let error as NIOSSLExtraError:
+            return SwoopError(.tls, "TLS error with \(url): \(error)", cause: error)
+        case let error as HTTPParserError where error == .invalidEOFState:
+            return SwoopError(.network, "connection to \(url) closed in the middle of the response", cause: error, isRetryable: true)
+        case let error as HTTPParserError:
+            return SwoopError(.invalidResponse, "invalid HTTP response from \(url): \(error)", cause: error)
+        case let error as IOError:
+            let what = error.errnoCode == ECONNREFUSED ? "cannot connect to" : "network error with"
+            return SwoopError(.network, "\(what) \(url): \(String(cString: strerror(error.errnoCode)))", cause: error, isRetryable: true)
+        case let error as ChannelError:
+            return SwoopError(.network, "connection error with \(url): \(error)", cause: error, isRetryable: true)
+        case let error as NIOConnectionError where error.connectionErrors.isEmpty:
+            return SwoopError(.network, "cannot resolve host \(error.host) for \(url)", cause: error, isRetryable: true)
+        case let error as NIOConnectionError:
+            let refused = error.connectionErrors.allSatisfy { ($0.error as? IOError)?.errnoCode == ECONNREFUSED }
+            let reason = refused ? "connection refused" : error.connectionErrors.map { "\($0.error)" }.joined(separator: "; ")
+            return SwoopError(.network, "cannot connect to \(url): \(reason)", cause: error, isRetryable: true)
+        default:
+            let text = String(describing: error)
+            return SwoopError(.network, "error with \(url): \(text)", cause: error, isRetryable: true)
+        }
+    }
+
+    private static func classify(httpClient error: HTTPClientError, url: String, timeouts: Configuration.Timeouts) -> SwoopError {
+        switch error {
+        case .connectTimeout, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout:
+            return SwoopError(.timeout, "cannot connect to \(url) within \(ByteFormatting.duration(timeouts.connect.seconds))", cause: error, isRetryable: true)
+        case .readTimeout:
+            return SwoopError(.timeout, "no data from \(url) for \(ByteFormatting.duration(timeouts.idle.seconds))", cause: error, isRetryable: true)
+        case .deadlineExceeded:
+            return SwoopError(.timeout, "no response from \(url) in time", cause: error, isRetryable: true)
+        case .remoteConnectionClosed, .bodyLengthMismatch:
+            return SwoopError(.network, "connection to \(url) closed early", cause: error, isRetryable: true)
+        case .cancelled:
+            return SwoopError(.cancelled, "download of \(url) interrupted", cause: error)
+        case .invalidURL, .emptyHost, .emptyScheme:
+            return SwoopError(.invalidURL, "invalid URL: \(url)", cause: error)
+        default:
+            return SwoopError(.network, "HTTP error with \(url): \(error)", cause: error, isRetryable: true)
+        }
+    }
+
+    private static func tlsMessage(_ error: BoringSSLError) -> String {
+        let text = String(describing: error)
+        if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            return "certificate verification failed"
+        }
+        return text
+    }
+}

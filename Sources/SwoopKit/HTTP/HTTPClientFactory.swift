@@ -1,0 +1,43 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Builds the HTTPClient the way file downloads need it.
+enum HTTPClientFactory {
+    /// - Parameter readSize: The socket read size; `configuration.receiveBufferSize` by default.
+    static func make(
+        _ configuration: Configuration, proxy: HTTPClient.Configuration.Proxy? = nil, readSize: Int? = nil
+    ) throws -> HTTPClient {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if configuration.tls.insecure {
+            tls.certificateVerification = .none
+        }
+        if let ca = configuration.tls.caCertificatePath {
+            guard FileManager.default.isReadableFile(atPath: ca) else {
+                throw SwoopError(.invalidArgument, "cannot read CA certificate file \(ca)")
+            }
+            tls.additionalTrustRoots = [.file(ca)]
+        }
+        var config = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: TimeAmount(configuration.timeouts.connect), read: TimeAmount(configuration.timeouts.idle)),
+            decompression: .disabled
+        )
+        config.httpVersion = configuration.allowHTTP2 ? .automatic : .http1Only
+        config.proxy = proxy
+        // A TLS failure would otherwise be retried silently until the connect timeout.
+        config.connectionPool.retryConnectionEstablishment = false
+        // One connection per running download from a host, with room for the queue's per-host limit.
+        config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
+            8, configuration.queue.maxPerHost ?? configuration.queue.maxConcurrentDownloads
+        )
+        let readSize = readSize ?? configuration.receiveBufferSize
+        config.http1_1ConnectionDebugInitializer = { channel in
+            channel.setOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize))
+        }
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
+    }
+}

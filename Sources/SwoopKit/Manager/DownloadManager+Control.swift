@@ -1,0 +1,176 @@
+import Foundation
+
+extension DownloadManager {
+    /// Pauses a download: a running one stops (progress saved), a waiting one leaves the queue.
+    ///
+    /// - Throws: ``SwoopError/Code/notFound`` for an unknown id; ``SwoopError/Code/inUse`` when
+    ///   another process runs it; ``SwoopError/Code/invalidArgument`` when its state does not allow it.
+    public func pause(_ id: Download.ID) async throws {
+        if runs.stop(id, .pause) == .cancelTransfer { return await waitForSettlement(id) }
+        let record = try withDownloadLock(id) { record in
+            // Under the lock, `active` can only be what a dead process left.
+            record.state = try DownloadStateMachine.next(after: record.state == .active ? .waiting : record.state, on: .pause).get()
+            record.bytesPerSecond = 0
+            record.updatedAt = Date()
+            try store.save(record)
+        }
+        queue.removeWaiting(id)
+        session.stopped += 1
+        hub.publish(.paused(record.snapshot()))
+        wakeIdleWaiters()
+        await waitForHandedOverStart(id)
+    }
+
+    /// Puts a paused or failed download (or one a dead process left behind) back in the queue.
+    ///
+    /// - Parameter headers: Request headers to store with it (replacing stored ones of the same name).
+    public func resume(_ id: Download.ID, replacingHeaders headers: [(name: String, value: String)] = []) throws {
+        guard !queue.contains(id) else {
+            throw SwoopError(.invalidArgument, "download \(id) is already \(queue.isWaiting(id) ? "waiting" : "active")")
+        }
+        var record = try existingRecord(id)
+        switch record.state {
+        case .waiting:
+            break
+        case .active:
+            // Left by a process that died, unless one holds its lock (then this throws, naming its pid).
+            _ = try DownloadLock.acquire(record.key, in: configuration.lockDirectory)
+            record.state = try DownloadStateMachine.next(after: .active, on: .recover).get()
+        default:
+            record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get()
+        }
+        record.headers = Self.merged(record.headers, headers)
+        record.updatedAt = Date()
+        try store.save(record)
+        enqueue([record])
+    }
+
+    /// Pauses every running and waiting download of this manager.
+    public func pauseAll() async {
+        // Waiting ones first: each running one that stops frees a slot the queue would fill.
+        let ids = queue.waiting.map(\.id) + Array(queue.active.keys)
+        for id in ids { try? await pause(id) }
+    }
+
+    /// Resumes every unfinished download in the store (paused, failed, waiting, or left active by a
+    /// process that died), in queue order.
+    ///
+    /// - Returns: The ids queued.
+    /// - Parameter headers: Request headers to store with each (replacing stored ones of the same
+    ///   name), such as a fresh `Authorization`.
+    /// - Returns: The ids queued.
+    @discardableResult
+    public func resumeAll(replacingHeaders headers: [(name: String, value: String)] = []) throws -> [Download.ID] {
+        var resumed: [DownloadRecord] = []
+        for var record in try store.all() where !queue.contains(record.id) {
+            switch record.state {
+            case .waiting, .paused, .failed:
+                if record.state != .waiting { record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get() }
+            case .active:
+                // Left by a process that died, unless one is running it (then it is not ours to resume).
+                guard (try? DownloadLock.acquireIfFree(record.key, in: configuration.lockDirectory)) != nil else { continue }
+                record.state = try DownloadStateMachine.next(after: .active, on: .recover).get()
+            case .completed, .removed:
+                continue
+            }
+            record.headers = Self.merged(record.headers, headers)
+            record.updatedAt = Date()
+            resumed.append(record)
+        }
+        // One transaction for all: resuming thousands costs one fsync, not one each.
+        try store.save(contentsOf: resumed)
+        enqueue(resumed)
+        return resumed.map(\.id)
+    }
+
+    /// `stored` with each of `new` replacing the headers of the same name.
+    static func merged(_ stored: [HTTPHeaderField], _ new: [(name: String, value: String)]) -> [HTTPHeaderField] {
+        var result = stored
+        for header in new {
+            result.removeAll { $0.name.lowercased() == header.name.lowercased() }
+            result.append(HTTPHeaderField(name: header.name, value: header.value))
+        }
+        return result
+    }
+
+    /// Stops a download for good: the part file is deleted and the record is kept as `removed`
+    /// (a completed file stays where it is).
+    public func cancel(_ id: Download.ID) async throws {
+        if runs.stop(id, .cancel) == .cancelTransfer { return await waitForSettlement(id) }
+        _ = try withDownloadLock(id) { record in try markCancelled(&record) }
+        queue.removeWaiting(id)
+        await waitForHandedOverStart(id)
+    }
+
+    /// When the queue already handed `id` to `run()` (its transfer not begun), waits until that
+    /// run has found it stopped and freed its slot, so a `resume` right after works.
+    func waitForHandedOverStart(_ id: Download.ID) async {
+        guard queue.active[id] != nil else { return }
+        await waitForSettlement(id)
+    }
+
+    /// Forgets a download: stops it if running and deletes its record; with `deletingFile`, also its
+    /// part file and its final file (a final file changed since Swoop wrote it is kept).
+    public func remove(_ id: Download.ID, deletingFile: Bool = false) async throws {
+        if runs.stop(id, .remove(deletingFile: deletingFile)) == .cancelTransfer { return await waitForSettlement(id) }
+        _ = try withDownloadLock(id) { record in try delete(record, deletingFile: deletingFile) }
+        queue.removeWaiting(id)
+        await waitForHandedOverStart(id)
+    }
+
+    /// Runs `body` on the download's freshly read record while holding its cross-process lock, so
+    /// that no process starts it meanwhile (a transfer takes the lock, then reads the record).
+    ///
+    /// - Throws: ``SwoopError/Code/inUse`` naming the pid when another process is transferring it;
+    ///   ``SwoopError/Code/notFound`` for an unknown id.
+    func withDownloadLock(_ id: Download.ID, _ body: (inout DownloadRecord) throws -> Void) throws -> DownloadRecord {
+        let first = try existingRecord(id)
+        let lock = try DownloadLock.acquire(first.key, in: configuration.lockDirectory)
+        defer { withExtendedLifetime(lock) {} }
+        var record = try existingRecord(id)
+        try body(&record)
+        return record
+    }
+
+    /// Moves a waiting download to `position` in the waiting order (0 is next).
+    public func move(_ id: Download.ID, to position: Int) throws {
+        guard let changed = queue.move(id, to: position, firstPosition: queue.waiting.map(\.position).min() ?? 0) else {
+            throw SwoopError(.invalidArgument, "download \(id) is not waiting in this manager's queue")
+        }
+        try saveQueueEntries(changed)
+    }
+
+    /// Changes a waiting download's priority (higher starts first).
+    public func setPriority(_ id: Download.ID, _ priority: Int) throws {
+        guard let changed = queue.setPriority(id, priority) else {
+            throw SwoopError(.invalidArgument, "download \(id) is not waiting in this manager's queue")
+        }
+        try saveQueueEntries([changed])
+    }
+
+    /// Changes how many downloads run at once. Lowering it lets running downloads finish; it does
+    /// not stop them.
+    public func setMaxConcurrentDownloads(_ limit: Int) throws {
+        guard limit >= 1 else { throw SwoopError(.invalidArgument, "the most downloads at once must be at least 1") }
+        queue.limits.maxConcurrent = limit
+        schedule()
+    }
+
+    /// Changes the per-host limit (`nil` for none).
+    public func setMaxPerHost(_ limit: Int?) throws {
+        if let limit, limit < 1 { throw SwoopError(.invalidArgument, "the most downloads per host must be at least 1") }
+        queue.limits.maxPerHost = limit
+        schedule()
+    }
+
+    func saveQueueEntries(_ entries: [DownloadQueue.Entry]) throws {
+        var records: [DownloadRecord] = []
+        for entry in entries {
+            guard var record = try store.record(id: entry.id) else { continue }
+            record.priority = entry.priority
+            record.position = entry.position
+            records.append(record)
+        }
+        try store.save(contentsOf: records)
+    }
+}

@@ -1,0 +1,235 @@
+import Foundation
+import Logging
+
+// How a run goes: the queue hands a download over, the run takes its lock and reads its record
+// (once), a transfer runs, and the run is settled as `DownloadRun` decides.
+
+extension DownloadManager {
+    static let stoppedError = SwoopError(.invalidArgument, "the download manager is shut down")
+
+    /// Hands the downloads the queue lets start to `run()`.
+    func schedule() {
+        guard phase == .running else { return }
+        for entry in queue.nextStarts() {
+            runs.handOver(entry.id)
+            startsContinuation.yield(entry.id)
+        }
+        wakeIdleWaiters()
+    }
+
+    func wakeIdleWaiters(force: Bool = false) {
+        guard force || queue.isIdle, !idleWaiters.isEmpty else { return }
+        let waiters = idleWaiters
+        idleWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Wakes the callers waiting for `id`'s run to settle.
+    func settled(_ id: Download.ID) {
+        for waiter in settleWaiters.removeValue(forKey: id) ?? [] { waiter.resume() }
+    }
+
+    /// Returns once `id`'s run has settled.
+    func waitForSettlement(_ id: Download.ID) async {
+        await withCheckedContinuation { settleWaiters[id, default: []].append($0) }
+    }
+
+    /// Runs one download the queue handed over; a child task of ``run()``.
+    func runQueued(_ id: Download.ID) async {
+        defer {
+            queue.finished(id)
+            queuedKeys[id] = nil
+            settled(id)
+            schedule()
+        }
+        guard let key = queuedKeys[id] else { return runs.forget(id) }
+        // The lock first, then one read: `swoop pause` and `swoop rm` change a record only under
+        // the same lock, so what is read here stays true while the transfer runs.
+        let lock: DownloadLock
+        let record: DownloadRecord?
+        do {
+            lock = try DownloadLock.acquire(key, in: configuration.lockDirectory)
+            record = try store.record(id: id)
+        } catch {
+            // An `inUse` failure leaves the record alone: it belongs to the process holding the lock.
+            if runs.failedToBegin(id) { publishFailure(id: id, record: try? store.record(id: id), error: error) }
+            return
+        }
+        // A shutdown that began meanwhile must not find a transfer it did not cancel: it stays waiting.
+        guard phase == .running else { return runs.forget(id) }
+        switch runs.begin(id, found: record?.state) {
+        case .settleQuietly:
+            return
+        case .announceStopped:
+            // Paused or removed by another process while it waited.
+            session.stopped += 1
+            let snapshot = record?.snapshot() ?? Download(id: id, url: key.url, destination: nil, state: .removed, totalBytes: nil, completedBytes: 0)
+            hub.publish(record?.state == .paused ? .paused(snapshot) : .removed(snapshot))
+            return
+        case .start:
+            break
+        }
+        guard let record else { return }
+        let prepared: (url: URL, options: Transfer.Options)
+        do {
+            prepared = (try DownloadRequest.validate(record.url), try Transfer.Options(record))
+        } catch {
+            return settle(id, record: record, runs.ended(id, .failure(SwoopError.wrapping(error))))
+        }
+        _ = await runTransfer(
+            record: record, url: prepared.url, options: prepared.options, isNew: false, announcesAdded: false, lock: lock,
+            requestedRate: nil
+        )
+    }
+
+    /// Runs a transfer of a begun run in a task of its own (which a stop cancels), then settles the run.
+    func runTransfer(
+        record: DownloadRecord, url: URL, options: Transfer.Options, isNew: Bool, announcesAdded: Bool, lock: DownloadLock,
+        requestedRate: Int?
+    ) async -> Result<DownloadOutcome, SwoopError> {
+        let id = record.id
+        let job = transferJob(
+            record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded, lock: lock,
+            requestedRate: requestedRate
+        )
+        let task = Task { try await job() }
+        runs.setTask(id, task)
+        let result = await withTaskCancellationHandler {
+            await task.result
+        } onCancel: {
+            task.cancel()
+        }.mapError(SwoopError.wrapping)
+        settle(id, record: record, runs.ended(id, result))
+        return result
+    }
+
+    /// Counts a run that ended and makes sure subscribers hear how: carries out a cancel or remove
+    /// that came while it ran, and publishes the terminal event its transfer did not.
+    func settle(_ id: Download.ID, record: DownloadRecord, _ settlement: DownloadRun.Settlement) {
+        switch settlement {
+        case .completed(let alreadyComplete):
+            session.completed += 1
+            if let alreadyComplete { hub.publish(.alreadyComplete(alreadyComplete)) }
+        case .stopped(let announce):
+            session.stopped += 1
+            guard announce else { return }
+            // Stopped before it could say so itself (another process paused or removed it).
+            let current = try? store.record(id: id)
+            if let current, current.state != .removed {
+                hub.publish(.paused(current.snapshot()))
+            } else {
+                var gone = current?.snapshot() ?? record.snapshot()
+                gone.state = .removed
+                hub.publish(.removed(gone))
+            }
+        case .failed(let error, let announce):
+            session.failed += 1
+            if announce { publishFailure(id: id, record: record, error: error, count: false) }
+        case .cancel:
+            if var current = try? store.record(id: id) { try? markCancelled(&current) }
+        case .remove(let deletingFile):
+            if let current = try? store.record(id: id) { try? delete(current, deletingFile: deletingFile) }
+        }
+    }
+
+    /// Reports a download that failed before its transfer could record it, and records the failure
+    /// through ``DownloadStateMachine`` (a waiting download starts and fails). An `inUse` failure
+    /// leaves the record alone: it belongs to the process that holds the lock.
+    func publishFailure(id: Download.ID, record: DownloadRecord?, error: any Error, count: Bool = true) {
+        let swoopError = error as? SwoopError ?? SwoopError(.store, "cannot read the download state: \(error)", cause: error)
+        if count { session.failed += 1 }
+        var snapshot = record?.snapshot() ?? Download(id: id, url: "", destination: nil, state: .failed, totalBytes: nil, completedBytes: 0)
+        if var record, swoopError.code != .inUse {
+            let started = record.state == .waiting ? DownloadStateMachine.next(after: .waiting, on: .start) : .success(record.state)
+            if case .success(let failed) = started.flatMap({ DownloadStateMachine.next(after: $0, on: .fail) }) {
+                record.state = failed
+                record.lastError = swoopError.message
+                record.bytesPerSecond = 0
+                record.updatedAt = Date()
+                // A record that was never stored (a direct download that failed first) stays unstored.
+                try? store.update(record, durable: true)
+                snapshot = record.snapshot()
+            }
+        }
+        snapshot.error = swoopError.message
+        hub.publish(.failed(snapshot, swoopError))
+    }
+
+    /// Marks a download removed (`cancel`): its part file is deleted, its record kept as `removed`.
+    func markCancelled(_ record: inout DownloadRecord) throws {
+        if record.state != .completed, let part = record.partPath {
+            unlink(part)
+        }
+        record.state = try DownloadStateMachine.next(after: record.state, on: .remove).get()
+        record.bytesPerSecond = 0
+        record.updatedAt = Date()
+        try store.save(record)
+        session.stopped += 1
+        hub.publish(.removed(record.snapshot()))
+        wakeIdleWaiters()
+    }
+
+    /// Deletes a download's record and, when asked, its part file and unchanged final file.
+    func delete(_ record: DownloadRecord, deletingFile: Bool) throws {
+        if deletingFile {
+            if let part = record.partPath { unlink(part) }
+            if record.state == .completed, let path = record.destinationPath {
+                if record.isCompletedFile(at: path) {
+                    unlink(path)
+                } else if FileSystem.exists(path) {
+                    hub.publish(.notice(record.snapshot(), "\(path) was changed since it was downloaded; kept it"))
+                }
+            }
+        }
+        try store.delete(id: record.id)
+        var snapshot = record.snapshot()
+        snapshot.state = .removed
+        session.stopped += 1
+        hub.publish(.removed(snapshot))
+        wakeIdleWaiters()
+    }
+
+    func existingRecord(_ id: Download.ID) throws -> DownloadRecord {
+        guard let record = try store.record(id: id) else {
+            throw SwoopError(.notFound, "no download with id \(id)")
+        }
+        return record
+    }
+
+    /// The work of one transfer, as a closure a task can run. It holds the download's lock until
+    /// the transfer ends.
+    nonisolated func transferJob(
+        record: DownloadRecord, url: URL, options: Transfer.Options, isNew: Bool, announcesAdded: Bool, lock: DownloadLock,
+        requestedRate: Int?
+    ) -> @Sendable () async throws -> DownloadOutcome {
+        let (hub, runs, rateLimits) = (hub, runs, rateLimits)
+        let context = Transfer.Context(
+            client: client, configuration: configuration, store: store, logger: logger, activeMarks: activeMarks,
+            directorySyncs: directorySyncs,
+            emit: { event in
+                guard runs.note(event) else { return }
+                hub.publish(event)
+            }
+        )
+        return {
+            defer { withExtendedLifetime(lock) {} }
+            var context = context
+            context.throttle = try rateLimits.start(record.id, requested: requestedRate)
+            defer { rateLimits.finish(record.id) }
+            let transfer = Transfer(
+                record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded, context: context
+            )
+            // On an event loop of the HTTP client: see `EventLoopExecutor`.
+            return try await withTaskExecutorPreference(EventLoopExecutor.next()) {
+                try await transfer.run()
+            }
+        }
+    }
+}
+
+extension SwoopError {
+    /// `error` as a ``SwoopError`` (one already is; anything else becomes ``Code/other`` with it as the cause).
+    static func wrapping(_ error: any Error) -> SwoopError {
+        error as? SwoopError ?? SwoopError(.other, "\(error)", cause: error)
+    }
+}

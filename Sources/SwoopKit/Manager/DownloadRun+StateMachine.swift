@@ -1,0 +1,169 @@
+/// The manager's life cycle of one run of one download, from the moment the queue hands it to
+/// ``DownloadManager/run()`` (or ``DownloadManager/download(_:)`` starts it) to the moment it is
+/// settled. Pure: each input returns what the manager must do; the manager does the I/O.
+///
+/// ```
+/// handedOver ──begin──▶ running ──stop(intent)──▶ stopping(intent)
+///     │                    │                          │
+///     └─stop─▶ stoppedBeforeStart                     │
+///                   │      └──────────ended───────────┴──▶ settled
+///                   └─begin─▶ settled
+/// ```
+///
+/// Every run ends with exactly one terminal event: the transfer's own when it sent one (noted by
+/// ``event(_:)``), else the one ``ended(_:)`` or ``begin(found:)`` asks the manager to publish.
+struct DownloadRun: Sendable {
+    /// What to do with a running download once its transfer has stopped.
+    enum StopIntent: Sendable, Hashable {
+        case pause
+        /// Keep the record as `removed` and delete the part file.
+        case cancel
+        /// Delete the record (and, when asked, the files).
+        case remove(deletingFile: Bool)
+    }
+
+    enum State: Sendable, Hashable {
+        /// The queue handed it over; its transfer has not begun.
+        case handedOver
+        /// Paused, cancelled or removed by the caller after the hand-over, before its transfer
+        /// began: the caller changed the record and published the event.
+        case stoppedBeforeStart
+        /// The transfer runs. `terminalSent`: it published its terminal event.
+        case running(terminalSent: Bool)
+        /// The transfer was told to stop and what to do then.
+        case stopping(StopIntent, terminalSent: Bool)
+        /// Over: the manager has counted it and subscribers have heard how it ended.
+        case settled
+    }
+
+    /// What a caller who asks to stop the download does.
+    enum StopAction: Sendable, Hashable {
+        /// Cancel the transfer's task and wait for the run to settle.
+        case cancelTransfer
+        /// No transfer runs: change the record under its lock and publish the event here (when the
+        /// run was handed over, wait for it to settle too).
+        case stopHere
+    }
+
+    /// What the manager does when the run begins, given the record it read under the lock.
+    enum BeginAction: Sendable, Hashable {
+        /// Start the transfer.
+        case start
+        /// Another process paused or removed it while it waited: count it stopped and publish the
+        /// event of the state it is in (`removed` when the record is gone).
+        case announceStopped
+        /// Settle without a word: its event is out already (stopped before start).
+        case settleQuietly
+    }
+
+    /// How a run that ended is counted and announced.
+    enum Settlement: Sendable {
+        /// It completed; publish ``DownloadEvent/alreadyComplete(_:)`` with this snapshot when given.
+        case completed(alreadyComplete: Download?)
+        /// It stopped at a request (pause, Ctrl-C, another process). `announce`: the transfer did
+        /// not say so itself, so publish `paused` (or `removed` when the record is gone).
+        case stopped(announce: Bool)
+        /// It failed; publish the failure when the transfer did not (`announce`).
+        case failed(SwoopError, announce: Bool)
+        /// Mark the record removed, delete its part file and publish `removed` (a cancel).
+        case cancel
+        /// Delete the record (and the files, when asked) and publish `removed`.
+        case remove(deletingFile: Bool)
+    }
+
+    private(set) var state: State
+
+    /// A run the queue handed over.
+    static func handedOver() -> DownloadRun { DownloadRun(state: .handedOver) }
+
+    /// A run whose transfer starts at once (a direct download).
+    static func started() -> DownloadRun { DownloadRun(state: .running(terminalSent: false)) }
+
+    /// The run begins: `found` is the record's state, read under the download's lock (`nil`: gone).
+    mutating func begin(found: Download.State?) -> BeginAction {
+        switch state {
+        case .stoppedBeforeStart:
+            state = .settled
+            return .settleQuietly
+        case .handedOver:
+            guard let found, found == .waiting || found == .active || found == .completed else {
+                state = .settled
+                return .announceStopped
+            }
+            state = .running(terminalSent: false)
+            return .start
+        case .running, .stopping, .settled:
+            // Begun once already: nothing starts twice.
+            return .settleQuietly
+        }
+    }
+
+    /// The run could not begin (the lock is held elsewhere, the record cannot be read or run).
+    ///
+    /// - Returns: Whether to publish the failure (not when its event is out already).
+    mutating func failedToBegin() -> Bool {
+        defer { state = .settled }
+        return state == .handedOver
+    }
+
+    /// A caller asks the download to stop, and what then.
+    mutating func stop(_ intent: StopIntent) -> StopAction {
+        switch state {
+        case .handedOver:
+            state = .stoppedBeforeStart
+            return .stopHere
+        case .stoppedBeforeStart, .settled:
+            return .stopHere
+        case .running(let sent), .stopping(_, let sent):
+            state = .stopping(intent, terminalSent: sent)
+            return .cancelTransfer
+        }
+    }
+
+    /// The transfer published `event`. Returns whether subscribers get it: a `paused` event is
+    /// held back when the download is being cancelled or removed (its `removed` follows).
+    mutating func event(_ event: DownloadEvent) -> Bool {
+        guard event.isTerminal else { return true }
+        switch state {
+        case .stopping(let intent, _):
+            // Held back, so not sent: the settlement of the cancel or remove announces `removed`.
+            if case .paused = event, intent != .pause { return false }
+            state = .stopping(intent, terminalSent: true)
+        case .running:
+            state = .running(terminalSent: true)
+        case .handedOver, .stoppedBeforeStart, .settled:
+            break
+        }
+        return true
+    }
+
+    /// The transfer ended with `result`: how the run is counted and announced.
+    mutating func ended(_ result: Result<DownloadOutcome, SwoopError>) -> Settlement {
+        let intent: StopIntent?
+        let sent: Bool
+        switch state {
+        case .running(let terminalSent):
+            (intent, sent) = (nil, terminalSent)
+        case .stopping(let stopIntent, let terminalSent):
+            (intent, sent) = (stopIntent, terminalSent)
+        case .handedOver, .stoppedBeforeStart, .settled:
+            (intent, sent) = (nil, true)
+        }
+        state = .settled
+        switch (intent, result) {
+        case (.remove(let deletingFile)?, _):
+            return .remove(deletingFile: deletingFile)
+        case (.cancel?, .failure):
+            return .cancel
+        case (_, .success(.alreadyComplete(let download))):
+            // A cancel that came as the download completed is too late: it stays completed.
+            return .completed(alreadyComplete: download)
+        case (_, .success(.downloaded)):
+            return .completed(alreadyComplete: nil)
+        case (_, .failure(let error)) where error.code == .cancelled:
+            return .stopped(announce: !sent)
+        case (_, .failure(let error)):
+            return .failed(error, announce: !sent)
+        }
+    }
+}

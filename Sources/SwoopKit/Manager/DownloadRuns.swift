@@ -1,0 +1,106 @@
+import NIOConcurrencyHelpers
+
+/// The manager's runs, each a ``DownloadRun`` state machine with its transfer's task and latest
+/// snapshot, under one lock: the transfers publish their events from outside the actor, and the
+/// machine decides, at that moment, whether subscribers get them.
+final class DownloadRuns: Sendable {
+    private struct Entry {
+        var run: DownloadRun
+        var task: Task<DownloadOutcome, any Error>?
+        var snapshot: Download?
+    }
+
+    private let entries = NIOLockedValueBox<[Download.ID: Entry]>([:])
+
+    /// The queue handed `id` over to `run()`.
+    func handOver(_ id: Download.ID) {
+        entries.withLockedValue { $0[id] = Entry(run: .handedOver()) }
+    }
+
+    /// A direct download's run, whose transfer starts at once.
+    func startDirect(_ id: Download.ID) {
+        entries.withLockedValue { $0[id] = Entry(run: .started()) }
+    }
+
+    /// The run begins with the record's state as read under its lock (`nil`: gone).
+    func begin(_ id: Download.ID, found: Download.State?) -> DownloadRun.BeginAction {
+        entries.withLockedValue { entries in
+            guard var entry = entries[id] else { return .settleQuietly }
+            let action = entry.run.begin(found: found)
+            if action == .start { entries[id] = entry } else { entries[id] = nil }
+            return action
+        }
+    }
+
+    /// The run could not begin. Returns whether to publish the failure.
+    func failedToBegin(_ id: Download.ID) -> Bool {
+        entries.withLockedValue { entries in
+            guard var entry = entries.removeValue(forKey: id) else { return false }
+            return entry.run.failedToBegin()
+        }
+    }
+
+    /// The transfer's task, once made.
+    func setTask(_ id: Download.ID, _ task: Task<DownloadOutcome, any Error>) {
+        entries.withLockedValue { $0[id]?.task = task }
+    }
+
+    /// A caller asks `id` to stop; `nil` when no run of it is known (not handed over, not running).
+    func stop(_ id: Download.ID, _ intent: DownloadRun.StopIntent) -> DownloadRun.StopAction? {
+        let (action, task) = entries.withLockedValue { entries -> (DownloadRun.StopAction?, Task<DownloadOutcome, any Error>?) in
+            guard var entry = entries[id] else { return (nil, nil) }
+            let action = entry.run.stop(intent)
+            entries[id] = entry
+            return (action, entry.task)
+        }
+        if action == .cancelTransfer { task?.cancel() }
+        return action
+    }
+
+    /// Records an event's snapshot; returns whether to publish it.
+    func note(_ event: DownloadEvent) -> Bool {
+        entries.withLockedValue { entries in
+            let id = event.download.id
+            guard var entry = entries[id] else { return true }
+            let publish = entry.run.event(event)
+            entry.snapshot = event.isTerminal ? nil : event.download
+            entries[id] = entry
+            return publish
+        }
+    }
+
+    /// The transfer ended: forgets the run and returns how it is settled.
+    func ended(_ id: Download.ID, _ result: Result<DownloadOutcome, SwoopError>) -> DownloadRun.Settlement {
+        entries.withLockedValue { entries in
+            var run = entries.removeValue(forKey: id)?.run ?? .started()
+            return run.ended(result)
+        }
+    }
+
+    /// Forgets a handed-over run that never began (the manager stopped first).
+    func forget(_ id: Download.ID) {
+        entries.withLockedValue { _ = $0.removeValue(forKey: id) }
+    }
+
+    /// Whether a transfer of `id` runs (or is about to).
+    func isRunning(_ id: Download.ID) -> Bool {
+        entries.withLockedValue { entries in
+            switch entries[id]?.run.state {
+            case .running?, .stopping?: return true
+            default: return false
+            }
+        }
+    }
+
+    func snapshots() -> [Download.ID: Download] {
+        entries.withLockedValue { $0.compactMapValues(\.snapshot) }
+    }
+
+    func cancelAll() {
+        for task in entries.withLockedValue({ $0.values.compactMap(\.task) }) { task.cancel() }
+    }
+
+    func waitForAll() async {
+        for task in entries.withLockedValue({ $0.values.compactMap(\.task) }) { _ = await task.result }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+
+/// Where the manager keeps its records. SwoopStore provides the SQLite implementation;
+/// ``InMemoryDownloadStore`` keeps nothing on disk.
+///
+/// Calls are synchronous and must be cheap: ``checkpoint(id:committedBytes:syncedBytes:bootID:bytesPerSecond:)``
+/// runs on the download's hot path about once per MiB.
+public protocol DownloadStore: Sendable {
+    /// The record for this URL, directory and requested name, if any.
+    func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord?
+    /// The record with this id, if any.
+    func record(id: Download.ID) throws -> DownloadRecord?
+    /// An unfinished record (not completed or removed) whose file in `directory` is `fileName`.
+    func unfinished(directory: String, fileName: String) throws -> DownloadRecord?
+    /// Inserts or replaces a record, durably (it survives a power loss once this returns).
+    func save(_ record: DownloadRecord) throws
+    /// Inserts or replaces a record; `durable: false` may lose the write in a power loss (not in a
+    /// process crash), for state that is cheap to lose, like "active".
+    func save(_ record: DownloadRecord, durable: Bool) throws
+    /// Writes what a transfer changes (state, file, validators, progress, request options) into an
+    /// existing record, leaving its key, queue place (priority, position) and creation time as they
+    /// are, so that a transfer never undoes a `move` or `setPriority`. A record that is gone stays
+    /// gone: the update throws ``SwoopError/Code/store``.
+    func update(_ record: DownloadRecord, durable: Bool) throws
+    /// Marks a waiting download active, for `ls` while its first request is under way. A record in
+    /// any other state is left alone.
+    func markActive(id: Download.ID, at date: Date) throws
+    /// The records for many (URL, directory, requested name) keys at once; keys without a record
+    /// are left out.
+    func find(_ keys: [DownloadKey]) throws -> [DownloadRecord]
+    /// Inserts or replaces many records in one transaction (queueing thousands of URLs).
+    func save(contentsOf records: [DownloadRecord]) throws
+    /// Records progress: the hot path.
+    func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws
+    /// Records the progress of a download over several connections: its segments and their sums.
+    func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws
+    /// Every record, in queue order (priority, then position, then age).
+    func all() throws -> [DownloadRecord]
+    /// Deletes a record.
+    func delete(id: Download.ID) throws
+    /// Deletes many records (in one transaction where the store has them).
+    func delete(ids: [Download.ID]) throws
+    /// Releases the store's resources; later calls may fail.
+    func close() throws
+    /// Whether records survive the process (and, saved durably, a power loss). A transfer with a
+    /// store that keeps nothing makes each rename durable itself.
+    var isDurable: Bool { get }
+}
+
+extension DownloadStore {
+    public func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
+        guard var record = try record(id: id) else { return }
+        record.segments = segments
+        record.committedBytes = segments.reduce(0) { $0 + $1.written }
+        record.syncedBytes = segments.reduce(0) { $0 + $1.synced }
+        record.bootID = bootID
+        record.bytesPerSecond = bytesPerSecond
+        try save(record, durable: false)
+    }
+
+    public func save(_ record: DownloadRecord, durable: Bool) throws {
+        try save(record)
+    }
+
+    /// Deletes many records.
+    public func delete(ids: [Download.ID]) throws {
+        for id in ids { try delete(id: id) }
+    }
+
+    public func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] {
+        try keys.compactMap { try find(url: $0.url, directory: $0.directory, requestedName: $0.requestedName) }
+    }
+
+    public func save(contentsOf records: [DownloadRecord]) throws {
+        for record in records { try save(record) }
+    }
+
+    public func close() throws {}
+
+    public var isDurable: Bool { false }
+}

@@ -1,0 +1,26 @@
+/// Small pieces of HTTP header syntax that parsers at every layer share (RFC 9110 §5.6).
+enum Syntax {
+    /// Drops leading and trailing spaces and tabs (HTTP optional whitespace).
+    static func trimmingOWS(_ text: some StringProtocol) -> String {
+        let scalars = Array(text.unicodeScalars)
+        let isOWS: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = scalars.firstIndex(where: { !isOWS($0) }),
+            let last = scalars.lastIndex(where: { !isOWS($0) })
+        else { return "" }
+        return String(String.UnicodeScalarView(scalars[first...last]))
+    }
+
+    /// A non-negative decimal of one or more ASCII digits, or `nil` if malformed or too large.
+    static func decimal(_ bytes: some Collection<UInt8>) -> Int? {
+        guard !bytes.isEmpty else { return nil }
+        var value = 0
+        for byte in bytes {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = shifted.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { return nil }
+            value = sum
+        }
+        return value
+    }
+}

@@ -1,0 +1,303 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// Why a segmented download must start over from zero: a connection saw a different
+/// representation (the file changed on the server, or the server stopped honouring ranges).
+struct SegmentRestart: Error, Sendable {
+    var reason: String
+}
+
+/// Downloads the unfinished segments of one file over several connections, each writing its bytes
+/// with `pwrite` at their offsets into the one part file. Decisions (what to claim, what to steal)
+/// are ``SegmentPlan``'s; this type does the I/O and keeps the shared state under one lock.
+///
+/// Durability follows the single-stream rules per segment: a checkpoint is recorded before a write
+/// would leave more than `checkpointBytes` of a segment unrecorded (so a crash costs at most that
+/// per connection), at least every `checkpointInterval`, and a background `fdatasync` every
+/// `syncInterval` raises each segment's `synced` to what it had written when the flush began.
+final class SegmentedTransfer: Sendable {
+    struct Context: Sendable {
+        var client: HTTPClientPool
+        var configuration: Configuration
+        var logger: Logger
+        var url: URL
+        /// The request's headers (configured and per-download), without range headers.
+        var headers: [(name: String, value: String)]
+        var part: PartFile
+        var store: any DownloadStore
+        var recordID: Download.ID
+        var bootID: String
+        /// The validators every segment's response must match.
+        var saved: SavedRepresentation
+        /// The download's rate limits, shared by all its connections.
+        var throttle: Throttle = .none
+        /// Reports progress: (bytes done, speed, live connections).
+        var progress: @Sendable (Int, Double, Int) -> Void
+    }
+
+    private struct State {
+        var plan: SegmentPlan
+        /// Segments a connection is working on, by start.
+        var busy: Set<Int> = []
+        /// How far each busy segment's connection has reserved bytes to write.
+        var reservedUpTo: [Int: Int] = [:]
+        /// Each segment's `written` at the last checkpoint.
+        var recorded: [Int: Int] = [:]
+        /// Each segment's `written` when its disk writeback was last started.
+        var writeback: [Int: Int] = [:]
+        var lastCheckpoint = ContinuousClock.now
+        var lastSync = ContinuousClock.now
+        var lastProgress = ContinuousClock.now
+        var meter = SpeedMeter()
+        var connections = 0
+    }
+
+    private let context: Context
+    private let state: NIOLockedValueBox<State>
+
+    init(plan: SegmentPlan, context: Context) {
+        self.context = context
+        var initial = State(plan: plan)
+        for segment in plan.segments { initial.recorded[segment.start] = segment.written }
+        self.state = NIOLockedValueBox(initial)
+    }
+
+    /// The plan as it stands (for saving when the transfer stops).
+    var plan: SegmentPlan { state.withLockedValue { $0.plan } }
+
+    /// Runs `connections` connections until every segment is written.
+    ///
+    /// - Parameter first: An open response body for the segment starting at 0 (the probe request's).
+    /// - Throws: ``SegmentRestart`` when a response shows another representation; a non-retryable
+    ///   ``SwoopError`` when a connection exhausted its retries; `CancellationError`.
+    func run(connections: Int, first: HTTPClientResponse.Body?) async throws {
+        // The probe's body belongs to the segment at 0: claim it for the first connection before any
+        // other connection can.
+        let preclaimed = first == nil ? nil : claim(preferring: 0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<max(1, connections) {
+                let body = index == 0 ? first : nil
+                let segment = index == 0 ? preclaimed : nil
+                group.addTask { try await self.connection(first: body, preclaimed: segment) }
+            }
+            do {
+                try await group.waitForAll()
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+        }
+        try checkpoint(force: true)
+    }
+
+    // MARK: - One connection
+
+    private func connection(first: HTTPClientResponse.Body?, preclaimed: Segment?) async throws {
+        var pending = first
+        var claimed = preclaimed
+        var retries = Retries(policy: context.configuration.retry)
+        state.withLockedValue { $0.connections += 1 }
+        defer { state.withLockedValue { $0.connections -= 1 } }
+        while let segment = claimed ?? claim(preferring: nil) {
+            claimed = nil
+            let before = written(segmentAt: segment.start)
+            do {
+                try Task.checkCancellation()
+                let body: HTTPClientResponse.Body
+                if let open = pending, segment.start == 0, segment.next == 0 {
+                    body = open
+                } else {
+                    if let open = pending { await open.drain() }
+                    body = try await request(segment)
+                }
+                let wasProbe = pending != nil && segment.start == 0 && segment.next == 0
+                pending = nil
+                let finished = try await stream(body, segmentAt: segment.start)
+                release(segment.start)
+                if !finished {
+                    // The probe covered only the first bytes: carry on with this segment. Any other
+                    // body that ends before its range did is a connection closed early.
+                    guard wasProbe else {
+                        throw SwoopError(.network, "connection closed early while downloading \(context.url.absoluteString)", isRetryable: true)
+                    }
+                    claimed = claim(preferring: segment.start)
+                    continue
+                }
+                retries.reset()
+            } catch let error as SegmentRestart {
+                release(segment.start)
+                throw error
+            } catch {
+                release(segment.start)
+                pending = nil
+                if error is CancellationError || Task.isCancelled { throw CancellationError() }
+                let swoopError = ErrorClassifier.classify(error, url: context.url.absoluteString, timeouts: context.configuration.timeouts)
+                let decision = retries.decide(
+                    after: swoopError, progressed: written(segmentAt: segment.start) > before, jitter: Double.random(in: 0..<1)
+                )
+                guard case .retry(let delay, _) = decision else {
+                    // The whole download stops here; the transfer's own retries must not multiply these.
+                    var final = swoopError
+                    final.isRetryable = false
+                    throw final
+                }
+                try await Task.sleep(for: delay)
+            }
+        }
+    }
+
+    private func written(segmentAt start: Int) -> Int {
+        state.withLockedValue { $0.plan.segment(at: start)?.written ?? 0 }
+    }
+
+    /// The segment this connection works on next: `preferring` when free, else an unclaimed one,
+    /// else half of the largest busy one; `nil` when nothing is left worth taking.
+    private func claim(preferring start: Int?) -> Segment? {
+        state.withLockedValue { state in
+            let candidate: Segment?
+            if let start, let segment = state.plan.segment(at: start), !segment.isFinished, !state.busy.contains(start) {
+                candidate = segment
+            } else if let free = state.plan.unclaimed(busy: state.busy) {
+                candidate = free
+            } else {
+                candidate = state.plan.steal(
+                    busy: state.busy, reservedUpTo: state.reservedUpTo, minSplitSize: context.configuration.segments.minSplitSize
+                )
+                if let candidate { state.recorded[candidate.start] = 0 }
+            }
+            guard let candidate else { return nil }
+            state.busy.insert(candidate.start)
+            state.reservedUpTo[candidate.start] = candidate.next
+            return candidate
+        }
+    }
+
+    private func release(_ start: Int) {
+        state.withLockedValue { state in
+            state.busy.remove(start)
+            state.reservedUpTo[start] = nil
+        }
+    }
+
+    /// Asks for the rest of a segment and checks that the answer continues the same representation.
+    private func request(_ segment: Segment) async throws -> HTTPClientResponse.Body {
+        var saved = context.saved
+        saved.offset = segment.next
+        var headers = context.headers
+        headers.append(("Range", "bytes=\(segment.next)-\(segment.end - 1)"))
+        if let validator = saved.strongETag ?? saved.lastModified { headers.append(("If-Range", validator)) }
+        let response = try await context.client.swoopGet(
+            context.url, headers: headers, configuration: context.configuration, logger: context.logger,
+            slow: context.throttle.isSlow
+        )
+        let head = ResponseHead(response)
+        switch ResumeDecision.decide(head, saved: saved) {
+        case .write(let offset, let total, let restartReason) where offset == segment.next && restartReason == nil:
+            guard total == context.saved.totalBytes else {
+                await response.body.drain()
+                throw SegmentRestart(reason: "the file changed on the server (length \(context.saved.totalBytes ?? -1) → \(total ?? -1) bytes)")
+            }
+            return response.body
+        case .write(_, _, let reason):
+            await response.body.drain()
+            throw SegmentRestart(reason: reason ?? "the server answered another range than asked")
+        case .restart(let reason):
+            await response.body.drain()
+            throw SegmentRestart(reason: reason)
+        case .complete:
+            await response.body.drain()
+            throw SegmentRestart(reason: "the server's length no longer matches the saved segments")
+        case .status(let status):
+            await response.body.drain()
+            throw SwoopError.httpStatus(status, url: context.url.absoluteString, retryAfter: response.headers.first(name: "Retry-After"))
+        }
+    }
+
+    /// Writes a body into its segment until the segment's end, which another connection may have
+    /// moved closer meanwhile (then the rest of this body is dropped with its connection).
+    /// - Returns: Whether the segment is finished (else the body ended first).
+    private func stream(_ body: HTTPClientResponse.Body, segmentAt start: Int) async throws -> Bool {
+        for try await buffer in body {
+            var chunk = buffer
+            // Reserve before writing: a connection stealing this segment's tail splits after it.
+            let position = state.withLockedValue { state -> (at: Int, count: Int)? in
+                guard let segment = state.plan.segment(at: start) else { return nil }
+                let at = state.reservedUpTo[start] ?? segment.next
+                let count = min(chunk.readableBytes, segment.end - at)
+                guard count > 0 else { return nil }
+                state.reservedUpTo[start] = at + count
+                return (at, count)
+            }
+            guard let position else { return true }
+            if position.count < chunk.readableBytes {
+                chunk = chunk.getSlice(at: chunk.readerIndex, length: position.count) ?? chunk
+            }
+            try context.part.write(chunk, at: position.at)
+            try recordWrite(segmentAt: start, bytes: position.count)
+            try await context.throttle.consume(position.count)
+        }
+        return state.withLockedValue { $0.plan.segment(at: start)?.isFinished ?? true }
+    }
+
+    private func recordWrite(segmentAt start: Int, bytes: Int) throws {
+        let now = ContinuousClock.now
+        let (due, report, writeback) = state.withLockedValue { state -> (Bool, (Int, Double, Int)?, Range<Int>?) in
+            state.plan.recordWrite(segmentAt: start, bytes: bytes)
+            let written = state.plan.segment(at: start)?.written ?? 0
+            var writeback: Range<Int>?
+            let from = state.writeback[start] ?? 0
+            if written - from >= PartFile.writebackChunk {
+                writeback = (start + from)..<(start + written)
+                state.writeback[start] = written
+            }
+            let unrecorded = written - (state.recorded[start] ?? 0)
+            let budget = context.configuration.durability.checkpointBytes - context.configuration.receiveBufferSize
+            let due = unrecorded > max(0, budget) || now - state.lastCheckpoint >= context.configuration.durability.checkpointInterval
+            var report: (Int, Double, Int)?
+            if now - state.lastProgress >= .milliseconds(100) {
+                state.lastProgress = now
+                state.meter.record(bytes: state.plan.completedBytes, at: now)
+                report = (state.plan.completedBytes, state.meter.bytesPerSecond, state.connections)
+            }
+            return (due, report, writeback)
+        }
+        if let writeback { context.part.startWriteback(offset: writeback.lowerBound, length: writeback.count) }
+        if due { try checkpoint(force: false, now: now) }
+        if let report { context.progress(report.0, report.1, report.2) }
+    }
+
+    /// Records every segment's progress in the store, and starts a background flush when one is due.
+    func checkpoint(force: Bool, now: ContinuousClock.Instant = .now) throws {
+        if let failure = context.part.syncFailure {
+            throw SwoopError.fileSystem("flush", path: context.part.path, errno: failure)
+        }
+        let (segments, speed, flushWanted) = state.withLockedValue { state -> ([Segment], Double, [Int: Int]?) in
+            state.lastCheckpoint = now
+            for segment in state.plan.segments { state.recorded[segment.start] = segment.written }
+            var flush: [Int: Int]?
+            if force || now - state.lastSync >= context.configuration.durability.syncInterval {
+                state.lastSync = now
+                flush = Dictionary(uniqueKeysWithValues: state.plan.segments.map { ($0.start, $0.written) })
+            }
+            return (state.plan.segments, state.meter.bytesPerSecond, flush)
+        }
+        if let flushWanted {
+            let box = state
+            context.part.syncInBackground { box.withLockedValue { $0.plan.recordSynced(flushWanted) } }
+        }
+        try withStoreErrors {
+            try context.store.checkpoint(id: context.recordID, segments: segments, bootID: context.bootID, bytesPerSecond: speed)
+        }
+    }
+
+    /// After a failed flush only flushed bytes count: every segment goes back to what was flushed.
+    func distrustUnflushed() {
+        state.withLockedValue { state in
+            state.plan = state.plan.trusted(sameBoot: false)
+        }
+    }
+}

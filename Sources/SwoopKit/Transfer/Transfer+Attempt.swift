@@ -1,0 +1,181 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+// Attempts and retries: one request, what its answer means (``ResumeDecision``), and starting over.
+
+extension Transfer {
+    func transferWithRetries() async throws -> Download {
+        var retries = Retries(policy: configuration.retry)
+        // Active from the first connection attempt to the end, backoff sleeps included. The first
+        // save of progress records it; one whose first answer is slow to come is marked active for
+        // other processes (`swoop ls`) after a moment, so a small download writes one record less.
+        try transition(.start)
+        context.activeMarks.add(record.id, store: store, after: configuration.durability.activeMarkDelay)
+        defer { context.activeMarks.remove(record.id) }
+        while true {
+            let writtenBefore = bytesWritten
+            do {
+                try Task.checkCancellation()
+                if try await attempt() {
+                    // fdatasync, verify, a durable save and the rename: on a disk thread.
+                    return try await onDisk { try $0.finish() }
+                }
+                continue
+            } catch let error as CancellationError {
+                throw await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), on: .pause)
+            } catch {
+                let swoopError = classify(error)
+                if swoopError.code == .cancelled || Task.isCancelled {
+                    throw await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), on: .pause)
+                }
+                let decision = retries.decide(
+                    after: swoopError, progressed: bytesWritten > writtenBefore, jitter: Double.random(in: 0..<1)
+                )
+                guard case .retry(let delay, let attempt) = decision else { throw await stop(swoopError, on: .fail) }
+                _ = try? await onDisk { try $0.saveProgress(error: swoopError) }
+                emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.duration(delay.seconds)) (\(attempt)/\(retries.maxRetries))"))
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    throw await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), on: .pause)
+                }
+            }
+        }
+    }
+
+    /// Ends the run: moves the state by ``DownloadStateMachine`` (`pause` or `fail`), saves progress
+    /// with the error, publishes the terminal event and returns the error to throw.
+    ///
+    /// The record is `active` here (the run started it); were a transition ever refused, the state
+    /// stays as it is rather than being forced.
+    func stop(_ error: SwoopError, on request: DownloadStateMachine.Request) async -> SwoopError {
+        try? transition(request)
+        _ = try? await onDisk { try $0.saveProgress(error: request == .fail ? error : nil) }
+        let snapshot = snapshot()
+        emit(request == .pause ? .paused(snapshot) : .failed(snapshot, error))
+        return error
+    }
+
+    /// One request. Returns `true` when the part file holds the whole file, `false` to go again at
+    /// once (after a restart from zero).
+    func attempt() async throws -> Bool {
+        if let segments = record.segments, let total = record.totalBytes, part != nil {
+            // A download already split into segments continues on all its connections at once.
+            emit(.started(snapshot()))
+            return try await runSegments(SegmentPlan(total: total, segments: segments), first: nil)
+        }
+        var saved = SavedRepresentation(
+            offset: offset, totalBytes: record.totalBytes, etag: record.etag, lastModified: record.lastModified
+        )
+        var rangeHeaders = ResumeDecision.rangeHeaders(for: saved)
+        let probing = offset == 0 && rangeHeaders?.isEmpty == true && configuration.segments.maxConnections > 1 && !probeRefused
+        if probing {
+            // A bounded first range tells whether the server honours ranges (206) and the length,
+            // without pulling more than one segment's worth down this connection.
+            rangeHeaders = [("Range", "bytes=0-\(configuration.segments.minSplitSize - 1)")]
+        }
+        if rangeHeaders == nil {
+            emit(.notice(snapshot(), "cannot validate the saved bytes of \(record.url) (no ETag, Last-Modified or length); starting over"))
+            try await onDisk { try $0.resetToZero() }
+            saved.offset = 0
+            rangeHeaders = []
+        }
+        let response = try await send(extraHeaders: rangeHeaders ?? [])
+        let head = ResponseHead(response)
+        switch ResumeDecision.decide(head, saved: saved) {
+        case .status(416) where probing:
+            await response.body.drain()
+            probeRefused = true
+            return false
+        case .status(let status):
+            await response.body.drain()
+            throw SwoopError.httpStatus(status, url: record.url, retryAfter: response.headers.first(name: "Retry-After"))
+        case .complete:
+            await response.body.drain()
+            return true
+        case .restart(let reason):
+            await response.body.drain()
+            try await onDisk { try $0.restart(because: reason) }
+            return false
+        case .write(let start, let total, let restartReason):
+            if let restartReason {
+                // The body that follows is the whole file: no extra request, so no restart budget spent.
+                emit(.notice(snapshot(), "\(restartReason); starting over from 0"))
+                try await onDisk { try $0.resetToZero() }
+            }
+            // A record that names no representation and no progress (a fresh download, or one
+            // durably reset to zero) can be rolled back by a power loss without harm: the bytes that
+            // follow are then attributed to nothing. Only then may the save below skip the flush.
+            let blank = record.etag == nil && record.lastModified == nil && record.committedBytes == 0 && record.segments == nil
+            if part == nil {
+                try claimFile(response: response)
+            } else if start == 0, restartReason == nil {
+                // A whole body into a part file that may hold more (an earlier attempt's bytes past
+                // a lowered offset): nothing beyond what this body writes may remain.
+                try part?.truncate(to: 0)
+            }
+            record.totalBytes = total
+            // A 206 that omits validators continues the saved representation: keep what we know.
+            record.etag = head.etag ?? (start > 0 ? record.etag : nil)
+            record.lastModified = head.lastModified ?? (start > 0 ? record.lastModified : nil)
+            record.lastError = nil
+            offset = start
+            // The validators reach the store before the first byte of this representation reaches the file.
+            if let plan = splitPlan(start: start, total: total, status: head.status) {
+                record.segments = plan.segments
+                try await onDisk { try $0.saveProgress(error: nil) }
+                emit(.started(snapshot()))
+                return try await runSegments(plan, first: response.body)
+            }
+            if blank {
+                try saveProgress(error: nil, durable: false)
+            } else {
+                try await onDisk { try $0.saveProgress(error: nil) }
+            }
+            claimNotFlushed = blank
+            emit(.started(snapshot()))
+            try await stream(response.body)
+            if probing, let total, offset < total, let range = head.contentRange.flatMap(ContentRange.init(parsing:)),
+                offset == range.end + 1
+            {
+                // The bounded probe ended where it should and no split applies: go on from here.
+                return false
+            }
+            if let total, offset < total {
+                throw SwoopError(.network, "connection closed early: got \(offset) of \(total) bytes from \(record.url)", isRetryable: true)
+            }
+            return true
+        }
+    }
+
+    func restart(because reason: String) throws {
+        restarts += 1
+        guard restarts <= Self.maxRestarts else {
+            throw SwoopError(.invalidResponse, "giving up on \(record.url): it keeps changing (\(reason))")
+        }
+        emit(.notice(snapshot(), "\(reason); starting over from 0"))
+        try resetToZero()
+    }
+
+    func resetToZero() throws {
+        offset = 0
+        segmented = nil
+        record.segments = nil
+        record.totalBytes = nil
+        record.etag = nil
+        record.lastModified = nil
+        record.committedBytes = 0
+        record.syncedBytes = 0
+        try storeCall { try store.update(record, durable: true) }
+        try part?.truncate(to: 0)
+    }
+
+    /// Sends a GET with the configured headers, the request's and `extraHeaders` (the range).
+    func send(extraHeaders: [(name: String, value: String)]) async throws -> HTTPClientResponse {
+        try await context.client.swoopGet(
+            url, headers: configuration.headers + options.headers + extraHeaders, configuration: configuration, logger: context.logger,
+            slow: throttle.isSlow
+        )
+    }
+}

@@ -1,0 +1,155 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+// Opening a download: a completed one recognised, an unfinished one's part file reopened and
+// trusted as far as the store and the file both vouch, a fresh one's name chosen and claimed.
+
+extension Transfer {
+    /// A completed record whose file is still as Swoop left it needs no work.
+    func recogniseCompleted() throws -> Download? {
+        guard record.state == .completed, let path = record.destinationPath else { return nil }
+        if record.isCompletedFile(at: path) {
+            if let partPath = record.partPath, FileSystem.isSameFile(partPath, path) { unlink(partPath) }
+            return record.snapshot()
+        }
+        if (try? Self.finishInterruptedPublish(of: record, directorySyncs: context.directorySyncs)) == true {
+            return record.snapshot()
+        }
+        if let partPath = record.partPath, let size = record.finalSize, FileSystem.sizeAndModified(partPath)?.size == size {
+            // The completed bytes are in the part file, but it cannot be renamed as it is (its name
+            // was taken meanwhile, or its mtime on disk predates the record after a power loss).
+            // Continue from them: the server confirms them (416 under If-Range) before the rename.
+            emit(.notice(record.snapshot(), "\(partPath) holds the completed download but was not renamed; checking it with the server"))
+            record.state = try DownloadStateMachine.next(after: .completed, on: .invalidate).get()
+            record.committedBytes = size
+            record.syncedBytes = size
+            record.bootID = bootID
+            record.finalSize = nil
+            record.finalModified = nil
+            try storeCall { try store.update(record, durable: true) }
+            return nil
+        }
+        let why = FileSystem.exists(path) ? "was changed since it was downloaded" : "was removed"
+        emit(.notice(record.snapshot(), "\(path) \(why); downloading it again"))
+        // A changed file is no longer ours: the collision policy decides about it like any file.
+        let keep = record
+        record = DownloadRecord(
+            id: keep.id, url: keep.url, directory: keep.directory, requestedName: keep.requestedName,
+            bootID: bootID, checksum: keep.checksum, now: keep.createdAt
+        )
+        try storeCall { try store.update(record, durable: true) }
+        return nil
+    }
+
+    /// Running the same download again resumes it: a paused or failed one goes back to waiting, and
+    /// one left `active` by a process that died (the lock we hold proves it is gone) is recovered.
+    func returnToQueue() throws {
+        switch record.state {
+        case .paused, .failed: try transition(.resume)
+        case .active: try transition(.recover)
+        case .removed:
+            record = DownloadRecord(
+                id: record.id, url: record.url, directory: record.directory, requestedName: record.requestedName,
+                bootID: bootID, checksum: record.checksum
+            )
+        case .waiting, .completed: break
+        }
+    }
+
+    /// Reopens an unfinished download's part file and trusts only what both the store and the file
+    /// vouch for.
+    func reopenPartFile() throws {
+        guard let partPath = record.partPath, let finalPath = record.destinationPath else { return }
+        if FileSystem.isSameFile(partPath, finalPath) {
+            // The process died between the `link` that published the file and the `unlink` of its
+            // part name: finish that step.
+            unlink(partPath)
+        }
+        if !FileSystem.exists(partPath), let total = record.totalBytes, record.committedBytes == total,
+            FileSystem.sizeAndModified(finalPath)?.size == total
+        {
+            // The process died between the rename and recording it (earlier Swoop renamed first):
+            // the file is complete.
+            offset = total
+            try transition(.start)
+            let stat = FileSystem.sizeAndModified(finalPath)
+            return try recordCompleted(size: stat?.size ?? total, modified: stat?.modified)
+        }
+        if let segments = record.segments {
+            return try reopenSegments(segments, partPath: partPath)
+        }
+        guard let file = try PartFile.open(partPath, exclusive: false) else { return }
+        let trusted = record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
+        try file.truncate(to: trusted)
+        file.assumeSynced(record.bootID == bootID ? min(record.syncedBytes, trusted) : trusted)
+        part = file
+        offset = trusted
+        try checkpoint(force: true)
+    }
+
+    /// Reopens a download split into segments. Its part file has holes, so its length says nothing:
+    /// each segment's recorded progress is trusted in the same boot, its flushed progress after a
+    /// reboot. Segments that do not add up to the file, or a missing part file, start it over.
+    func reopenSegments(_ segments: [Segment], partPath: String) throws {
+        let plan = record.totalBytes.map { SegmentPlan(total: $0, segments: segments) }
+        guard let plan, plan.isConsistent, FileSystem.exists(partPath),
+            let file = try PartFile.open(partPath, exclusive: false)
+        else {
+            emit(.notice(snapshot(), "the saved segments of \(record.url) cannot be trusted; starting over"))
+            if FileSystem.exists(partPath), let file = try? PartFile.open(partPath, exclusive: false) { part = file }
+            return try resetToZero()
+        }
+        let trusted = plan.trusted(sameBoot: record.bootID == bootID)
+        part = file
+        record.segments = trusted.segments
+        offset = trusted.completedBytes
+        record.committedBytes = offset
+        record.syncedBytes = trusted.syncedBytes
+        try storeCall { try store.update(record, durable: true) }
+    }
+
+    /// Chooses the final name (server's, URL's or the user's), applies the collision policy and
+    /// claims the part file with `O_EXCL` so no two downloads share one.
+    func claimFile(response: HTTPClientResponse) throws {
+        let base = requestedName
+            ?? FileNaming.suggestedName(contentDisposition: response.headers.first(name: "Content-Disposition"), url: url)
+        for attempt in 0..<10_000 {
+            let name = FileNaming.candidate(base, attempt: attempt)
+            let finalPath = (record.directory as NSString).appendingPathComponent(name)
+            let partPath = (record.directory as NSString).appendingPathComponent(FileNaming.partFileName(for: name))
+            if FileSystem.exists(finalPath) {
+                switch options.collisionPolicy {
+                case .overwrite: break
+                case .fail: throw SwoopError(.destinationExists, "\(finalPath) already exists")
+                case .rename: continue
+                }
+            }
+            // A part file, or a name an unfinished download in the store will resume into, belongs to
+            // someone else: reusing it could splice two downloads.
+            let claimedBy = try storeCall { try store.unfinished(directory: record.directory, fileName: name) }
+            let isFree = claimedBy == nil || claimedBy?.id == record.id
+            var file = isFree ? try PartFile.open(partPath, exclusive: true) : nil
+            if file == nil, isFree {
+                file = Self.adoptEmptyLeftover(partPath)
+            }
+            guard let file else {
+                if options.collisionPolicy == .rename { continue }
+                let owner = claimedBy.map { " by the download of \($0.url)" } ?? ""
+                throw SwoopError(.destinationExists, "\(finalPath) is in use\(owner) (\(partPath) exists); choose another name")
+            }
+            part = file
+            record.fileName = name
+            return
+        }
+        throw SwoopError(.destinationExists, "no free file name for \(base) in \(record.directory)")
+    }
+
+    /// A part file that exists empty, unlocked and claimed by no record is what a process killed
+    /// between creating it and recording its name leaves (bytes are written only after the name is
+    /// recorded): taking it loses nothing. One with bytes, or locked by a live process, is left alone.
+    static func adoptEmptyLeftover(_ path: String) -> PartFile? {
+        guard let file = try? PartFile.open(path, exclusive: false) else { return nil }
+        return (try? file.size()) == 0 ? file : nil
+    }
+}

@@ -1,0 +1,131 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+// The body into the part file: writes, checkpoints, background flushes and saved progress.
+
+extension Transfer {
+    func stream(_ body: HTTPClientResponse.Body) async throws {
+        guard let part else { throw SwoopError(.fileSystem, "no part file open for \(record.url)") }
+        let total = record.totalBytes
+        for try await buffer in body {
+            let count = buffer.readableBytes
+            if let total, offset + count > total {
+                throw SwoopError(.invalidResponse, "\(record.url) sent more bytes than its announced length \(total)")
+            }
+            let now = ContinuousClock.now
+            // Checkpoint before a write that would leave more than `checkpointBytes` unrecorded, so a
+            // crash never costs more than that (one socket read is at most `receiveBufferSize`).
+            if offset + count - checkpointedBytes > configuration.durability.checkpointBytes
+                || now - lastCheckpoint >= configuration.durability.checkpointInterval
+            {
+                if claimNotFlushed {
+                    // This checkpoint makes the claim durable (a flush): on a disk thread.
+                    try await onDisk { try $0.checkpoint(force: false, now: now) }
+                } else {
+                    try checkpoint(force: false, now: now)
+                }
+            }
+            try part.write(buffer, at: offset)
+            offset += count
+            bytesWritten += count
+            if offset - writebackFrom >= PartFile.writebackChunk {
+                part.startWriteback(offset: writebackFrom, length: offset - writebackFrom)
+                writebackFrom = offset
+            }
+            if now - lastProgress >= .milliseconds(100) {
+                lastProgress = now
+                meter.record(bytes: offset, at: now)
+                emit(.progress(snapshot()))
+            }
+            try await throttle.consume(count)
+        }
+    }
+
+    /// Records `offset` in the store (and starts a background disk flush now and then).
+    func checkpoint(force: Bool, now: ContinuousClock.Instant = .now) throws {
+        guard let part else { return }
+        if force || now - lastSync >= configuration.durability.syncInterval {
+            lastSync = now
+            part.syncInBackground(upTo: offset)
+        }
+        lastCheckpoint = now
+        checkpointedBytes = offset
+        try surfaceSyncFailure(part)
+        if claimNotFlushed {
+            // The first checkpoint of a download whose claim was saved without a flush makes the
+            // record durable: from here on a power loss can only roll progress back, never the
+            // name and validators (which would orphan the part file). Small files never get here.
+            claimNotFlushed = false
+            record.committedBytes = offset
+            record.syncedBytes = min(part.syncedBytes, offset)
+            record.bootID = recordedBootID
+            record.bytesPerSecond = meter.bytesPerSecond
+            record.updatedAt = Date()
+            return try storeCall { try store.update(record, durable: true) }
+        }
+        try storeCall {
+            try store.checkpoint(
+                id: record.id, committedBytes: offset, syncedBytes: min(part.syncedBytes, offset), bootID: recordedBootID,
+                bytesPerSecond: meter.bytesPerSecond
+            )
+        }
+    }
+
+    /// - Parameter durable: `false` only where a power loss that rolls the save back cannot make a
+    ///   later run misread the part file (see `attempt()`).
+    func saveProgress(error: SwoopError?, durable: Bool = true) throws {
+        // This save records the state itself.
+        context.activeMarks.remove(record.id)
+        if let segmented {
+            // Every segment's progress, after one more flush (or, if that fails, only what was flushed).
+            if let part, (try? part.flush()) != nil {
+                var plan = segmented.plan
+                plan.recordSynced(Dictionary(uniqueKeysWithValues: plan.segments.map { ($0.start, $0.written) }))
+                record.segments = plan.segments
+            } else {
+                segmented.distrustUnflushed()
+                record.segments = segmented.plan.segments
+            }
+            offset = segmented.plan.completedBytes
+            record.committedBytes = offset
+            record.syncedBytes = segmented.plan.syncedBytes
+            record.bootID = recordedBootID
+            record.bytesPerSecond = 0
+            record.lastError = error?.message
+            record.updatedAt = Date()
+            return try storeCall { try store.update(record, durable: durable) }
+        }
+        if let part {
+            if (try? part.syncNow(upTo: offset)) == nil {
+                distrustUnflushed(part)
+            }
+        }
+        record.committedBytes = offset
+        record.syncedBytes = min(part?.syncedBytes ?? 0, offset)
+        record.bootID = recordedBootID
+        record.bytesPerSecond = record.state == .active ? meter.bytesPerSecond : 0
+        record.lastError = error?.message
+        record.updatedAt = Date()
+        try storeCall { try store.update(record, durable: durable) }
+        // This save is a checkpoint too: the next one is due a full interval or 1 MiB from here.
+        lastCheckpoint = .now
+        checkpointedBytes = offset
+    }
+
+    /// A failed background flush means the kernel may have dropped the pages: trust only what was
+    /// flushed before, and stop.
+    func surfaceSyncFailure(_ part: PartFile) throws {
+        guard let failure = part.syncFailure else { return }
+        distrustUnflushed(part)
+        throw SwoopError.fileSystem("flush", path: part.path, errno: failure)
+    }
+
+    /// The disk refused a flush: pages past the last good flush may be lost. Cut the part file back
+    /// to it, so that no later run (which trusts the file's length within a boot) takes them; if even
+    /// the cut fails, the records name no boot, so only flushed bytes are trusted.
+    func distrustUnflushed(_ part: PartFile) {
+        offset = min(offset, part.syncedBytes)
+        if (try? part.truncate(to: offset)) == nil { distrustFileLength = true }
+    }
+}

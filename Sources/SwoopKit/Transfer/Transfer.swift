@@ -1,0 +1,171 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+
+/// Runs one download from its record to the final file: recognise or reopen, request, validate,
+/// stream to the part file, checkpoint, verify and rename. I/O lives here; decisions are made by
+/// ``ResumeDecision``, ``RedirectTracker``, ``Backoff``, ``FileNaming`` and ``DownloadStateMachine``.
+///
+/// The caller holds the download's ``DownloadLock`` and hands over the record it read under it: a
+/// transfer never looks its download up again.
+///
+/// The work is cut by job: `Transfer+Open` (recognise, reopen, claim a name), `Transfer+Attempt`
+/// (requests and retries), `Transfer+Stream` (bytes, checkpoints, flushes), `Transfer+Segments`
+/// (several connections) and `Transfer+Finish` (verify, record, rename).
+final class Transfer {
+    /// What a transfer works with, from the manager that runs it.
+    struct Context: Sendable {
+        var client: HTTPClientPool
+        var configuration: Configuration
+        var store: any DownloadStore
+        var logger: Logger
+        /// The download's rate limits (its own, then the manager's overall one).
+        var throttle: Throttle = .none
+        /// Marks a download whose first answer is slow to come `active` for other processes.
+        var activeMarks: ActiveMarks
+        /// Where a finished file's rename is noted, for the directory flush at shutdown.
+        var directorySyncs: DirectorySyncs
+        var emit: @Sendable (DownloadEvent) -> Void
+    }
+
+    /// What the download was asked for this time; applied to a stored record when it is reused.
+    struct Options: Sendable {
+        var checksum: Checksum?
+        /// Request headers of this download (after the configured ones).
+        var headers: [(name: String, value: String)]
+        var collisionPolicy: CollisionPolicy
+
+        /// The options of a request.
+        init(_ request: DownloadRequest) {
+            checksum = request.checksum
+            headers = request.headers
+            collisionPolicy = request.collisionPolicy
+        }
+
+        /// The options a record was stored with.
+        ///
+        /// - Throws: ``SwoopError/Code/invalidArgument`` when the stored checksum cannot be read.
+        init(_ record: DownloadRecord) throws {
+            checksum = try record.checksum.map { try Checksum(parsing: $0) }
+            headers = record.headers.map { ($0.name, $0.value) }
+            collisionPolicy = record.collisionPolicy
+        }
+    }
+
+    let context: Context
+    /// The URL, parsed once.
+    let url: URL
+    let options: Options
+    /// Whether the record was made for this run and is not in the store yet.
+    let isNew: Bool
+    /// Whether this transfer announces the download (``DownloadEvent/added(_:)``): a direct
+    /// download does; a queued one was announced when it was added.
+    let announcesAdded: Bool
+    let bootID = FileSystem.bootID
+    /// Set when a failed flush could not be followed by cutting the part file back: the file's
+    /// length must not be trusted even in this boot, so the records name no boot.
+    var distrustFileLength = false
+    /// The boot the records name: this one, or none when the file's length is not to be trusted.
+    var recordedBootID: String { distrustFileLength ? "" : bootID }
+
+    var record: DownloadRecord
+    var part: PartFile?
+    /// Bytes of the part file that are valid and written.
+    var offset = 0
+    var restarts = 0
+    var meter = SpeedMeter()
+    var lastProgress = ContinuousClock.now
+    var lastCheckpoint = ContinuousClock.now
+    var lastSync = ContinuousClock.now
+    var checkpointedBytes = 0
+    /// Bytes written by this transfer in all attempts (a retry's progress test).
+    var bytesWritten = 0
+    /// The connections of a download split into segments, while they run.
+    var segmented: SegmentedTransfer?
+    /// The server refused the `bytes=0-` probe (an empty file answers 416): ask plainly.
+    var probeRefused = false
+    /// The record naming this download's part file and validators was saved without a flush (a
+    /// fresh download): the first checkpoint flushes it (see `checkpoint`).
+    var claimNotFlushed = false
+    /// Where the disk writeback last started, for `startWriteback`.
+    var writebackFrom = 0
+
+    static let maxRestarts = 3
+
+    var configuration: Configuration { context.configuration }
+    var store: any DownloadStore { context.store }
+    var emit: @Sendable (DownloadEvent) -> Void { context.emit }
+    var throttle: Throttle { context.throttle }
+    /// The file name asked for (`-o`), if any.
+    var requestedName: String? { record.requestedName.isEmpty ? nil : record.requestedName }
+
+    /// - Parameters:
+    ///   - record: The download's record, read under its lock (or made now, with `isNew`).
+    ///   - url: The record's URL, parsed.
+    ///   - options: What was asked this time (a stored record takes them on).
+    init(record: DownloadRecord, url: URL, options: Options, isNew: Bool, announcesAdded: Bool, context: Context) {
+        self.record = record
+        self.url = url
+        self.options = options
+        self.isNew = isNew
+        self.announcesAdded = announcesAdded
+        self.context = context
+    }
+
+    /// Runs the download to its end.
+    ///
+    /// - Returns: How it ended.
+    /// - Throws: ``SwoopError``; ``SwoopError/Code/cancelled`` when the task was cancelled (progress saved).
+    func run() async throws -> DownloadOutcome {
+        // Opening saves durably (a new record, a reset, a recovered one): on a disk thread.
+        if let done = try await onDisk({ try $0.open() }) { return .alreadyComplete(done) }
+        if announcesAdded { emit(.added(snapshot())) }
+        return .downloaded(try await transferWithRetries())
+    }
+
+    /// Gets the download ready to transfer: saves a new record, or takes a stored one on (a
+    /// completed one recognised, an unfinished one's part file reopened). Returns the snapshot of a
+    /// download that is already complete.
+    func open() throws -> Download? {
+        try FileSystem.checkWritableDirectory(record.directory)
+        if isNew {
+            try storeCall { try store.save(record) }
+            return nil
+        }
+        record.checksum = options.checksum?.description
+        record.headers = options.headers.map { HTTPHeaderField(name: $0.name, value: $0.value) }
+        // An interrupted rename is finished under the policy it was started with.
+        if let done = try recogniseCompleted() { return done }
+        record.collisionPolicy = options.collisionPolicy
+        try returnToQueue()
+        try reopenPartFile()
+        return record.state == .completed ? record.snapshot() : nil
+    }
+
+    /// Runs blocking disk work (flushes, durable saves) on a ``DiskWork`` thread while this
+    /// transfer's task waits: an event loop never blocks on the disk.
+    func onDisk<T: Sendable>(_ body: @escaping @Sendable (Transfer) throws -> T) async throws -> T {
+        let transfer = Exclusive(value: self)
+        return try await DiskWork.run { try body(transfer.value) }
+    }
+
+    /// Moves the record's state through ``DownloadStateMachine``: the only way a transfer changes it.
+    func transition(_ request: DownloadStateMachine.Request) throws {
+        record.state = try DownloadStateMachine.next(after: record.state, on: request).get()
+    }
+
+    func snapshot() -> Download {
+        var download = record.snapshot(bytesPerSecond: meter.bytesPerSecond)
+        if record.state != .completed { download.completedBytes = offset }
+        return download
+    }
+
+    func storeCall<T>(_ body: () throws -> T) throws -> T {
+        try withStoreErrors(body)
+    }
+
+    func classify(_ error: any Error) -> SwoopError {
+        ErrorClassifier.classify(error, url: record.url, timeouts: configuration.timeouts)
+    }
+}

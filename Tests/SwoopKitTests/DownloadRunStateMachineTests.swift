@@ -1,0 +1,201 @@
+import Testing
+
+@testable import SwoopKit
+
+/// `DownloadRun`: the manager's life cycle of one run, input by input from every state.
+@Suite("DownloadRun state machine")
+struct DownloadRunStateMachineTests {
+    typealias State = DownloadRun.State
+
+    static let snapshot = Download(id: .init("r"), url: "http://h/f", destination: nil, state: .completed, totalBytes: 1, completedBytes: 1)
+    static let cancelled = SwoopError(.cancelled, "interrupted")
+    static let failure = SwoopError(.httpStatus, "HTTP 404 Not Found from http://h/f", status: 404)
+
+    /// A run brought into `state` by the inputs that lead there.
+    static func run(in state: State) -> DownloadRun {
+        var run = DownloadRun.handedOver()
+        switch state {
+        case .handedOver:
+            break
+        case .stoppedBeforeStart:
+            _ = run.stop(.pause)
+        case .running(let sent):
+            _ = run.begin(found: .waiting)
+            if sent { _ = run.event(.completed(snapshot)) }
+        case .stopping(let intent, let sent):
+            _ = run.begin(found: .waiting)
+            if sent { _ = run.event(.failed(snapshot, failure)) }
+            _ = run.stop(intent)
+        case .settled:
+            _ = run.begin(found: nil)
+        }
+        #expect(run.state == state)
+        return run
+    }
+
+    static let states: [State] = [
+        .handedOver, .stoppedBeforeStart, .running(terminalSent: false), .running(terminalSent: true),
+        .stopping(.pause, terminalSent: false), .stopping(.cancel, terminalSent: false),
+        .stopping(.remove(deletingFile: true), terminalSent: false), .stopping(.cancel, terminalSent: true), .settled,
+    ]
+
+    // MARK: begin
+
+    @Test(arguments: [Download.State.waiting, .active, .completed])
+    func aHandedOverRunWhoseRecordMayRunStarts(found: Download.State) {
+        var run = Self.run(in: .handedOver)
+        let answer = run.begin(found: found)
+        #expect(answer == .start)
+        #expect(run.state == .running(terminalSent: false))
+    }
+
+    @Test(arguments: [Download.State?.none, .paused, .removed, .failed])
+    func aHandedOverRunStoppedElsewhereIsAnnouncedAndSettled(found: Download.State?) {
+        var run = Self.run(in: .handedOver)
+        let answer = run.begin(found: found)
+        #expect(answer == .announceStopped)
+        #expect(run.state == .settled)
+    }
+
+    @Test func aRunStoppedBeforeStartSettlesQuietlyWhateverTheRecordSays() {
+        for found in [Download.State?.none, .waiting, .paused] {
+            var run = Self.run(in: .stoppedBeforeStart)
+            let answer = run.begin(found: found)
+            #expect(answer == .settleQuietly)
+            #expect(run.state == .settled)
+        }
+    }
+
+    @Test func beginningARunThatBeganAlreadyStartsNothing() {
+        for state in Self.states where state != .handedOver && state != .stoppedBeforeStart {
+            var run = Self.run(in: state)
+            let answer = run.begin(found: .waiting)
+            #expect(answer == .settleQuietly)
+            #expect(run.state == state)
+        }
+    }
+
+    @Test func aFailureToBeginIsPublishedOnlyForAHandedOverRun() {
+        for state in Self.states {
+            var run = Self.run(in: state)
+            let answer = run.failedToBegin()
+            #expect(answer == (state == .handedOver))
+            #expect(run.state == .settled)
+        }
+    }
+
+    // MARK: stop
+
+    @Test func stoppingARunByState() {
+        for state in Self.states {
+            var run = Self.run(in: state)
+            let action = run.stop(.cancel)
+            switch state {
+            case .handedOver, .stoppedBeforeStart:
+                #expect(action == .stopHere)
+                #expect(run.state == .stoppedBeforeStart)
+            case .settled:
+                #expect(action == .stopHere)
+                #expect(run.state == .settled)
+            case .running(let sent), .stopping(_, let sent):
+                #expect(action == .cancelTransfer)
+                #expect(run.state == .stopping(.cancel, terminalSent: sent))
+            }
+        }
+    }
+
+    // MARK: events
+
+    @Test func progressIsAlwaysPublishedAndChangesNothing() {
+        for state in Self.states {
+            var run = Self.run(in: state)
+            let answer = run.event(.progress(Self.snapshot))
+            #expect(answer)
+            #expect(run.state == state)
+        }
+    }
+
+    @Test func aTerminalEventIsNotedOnce() {
+        var run = Self.run(in: .running(terminalSent: false))
+        let answer = run.event(.completed(Self.snapshot))
+        #expect(answer)
+        #expect(run.state == .running(terminalSent: true))
+    }
+
+    @Test(arguments: [DownloadRun.StopIntent.cancel, .remove(deletingFile: false)])
+    func pausedIsHeldBackWhenTheRunIsCancelledOrRemoved(intent: DownloadRun.StopIntent) {
+        var run = Self.run(in: .stopping(intent, terminalSent: false))
+        let answer = run.event(.paused(Self.snapshot))
+        #expect(!answer)
+        // Held back, so not sent: the settlement announces `removed`.
+        #expect(run.state == .stopping(intent, terminalSent: false))
+    }
+
+    @Test func pausedIsPublishedWhenTheRunIsPaused() {
+        var run = Self.run(in: .stopping(.pause, terminalSent: false))
+        let answer = run.event(.paused(Self.snapshot))
+        #expect(answer)
+        #expect(run.state == .stopping(.pause, terminalSent: true))
+    }
+
+    // MARK: ended
+
+    @Test func aRunThatCompletedCountsCompletedWhateverTheIntentButRemove() {
+        for state in [State.running(terminalSent: true), .stopping(.pause, terminalSent: true), .stopping(.cancel, terminalSent: true)] {
+            var run = Self.run(in: state)
+            guard case .completed(nil) = run.ended(.success(.downloaded(Self.snapshot))) else {
+                Issue.record("\(state): not completed")
+                continue
+            }
+            #expect(run.state == .settled)
+        }
+        var already = Self.run(in: .running(terminalSent: false))
+        guard case .completed(let announced?) = already.ended(.success(.alreadyComplete(Self.snapshot))) else {
+            Issue.record("already complete is announced")
+            return
+        }
+        #expect(announced == Self.snapshot)
+    }
+
+    @Test func aRemoveIntentDeletesWhateverTheResult() {
+        for result in [Result<DownloadOutcome, SwoopError>.success(.downloaded(Self.snapshot)), .failure(Self.cancelled)] {
+            var run = Self.run(in: .stopping(.remove(deletingFile: true), terminalSent: false))
+            guard case .remove(deletingFile: true) = run.ended(result) else {
+                Issue.record("not removed after \(result)")
+                continue
+            }
+        }
+    }
+
+    @Test func aCancelIntentMarksTheRecordRemovedWhenTheTransferStopped() {
+        var run = Self.run(in: .stopping(.cancel, terminalSent: true))
+        guard case .cancel = run.ended(.failure(Self.cancelled)) else {
+            Issue.record("not cancelled")
+            return
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func aStoppedRunIsAnnouncedOnlyWhenTheTransferWasSilent(sent: Bool) {
+        for state in [State.running(terminalSent: sent), .stopping(.pause, terminalSent: sent)] {
+            var run = Self.run(in: state)
+            guard case .stopped(let announce) = run.ended(.failure(Self.cancelled)) else {
+                Issue.record("\(state): not stopped")
+                continue
+            }
+            #expect(announce == !sent)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func aFailedRunIsAnnouncedOnlyWhenTheTransferWasSilent(sent: Bool) {
+        var run = Self.run(in: .running(terminalSent: sent))
+        guard case .failed(let error, let announce) = run.ended(.failure(Self.failure)) else {
+            Issue.record("not failed")
+            return
+        }
+        #expect(error.status == 404)
+        #expect(announce == !sent)
+        #expect(run.state == .settled)
+    }
+}
