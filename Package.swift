@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -29,6 +30,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -63,9 +65,16 @@ let package = Package(
                 "SwoopConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "SwoopKitTests", dependencies: ["SwoopKit", "SwoopStore", "SwoopTesting"]),
+        .testTarget(
+            name: "SwoopKitTests",
+            dependencies: [
+                "SwoopKit", "SwoopStore", "SwoopTesting",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(name: "SwoopStoreTests", dependencies: ["SwoopStore", "SwoopKit"]),
         .testTarget(name: "SwoopConsoleTests", dependencies: ["SwoopConsole", "SwoopKit"]),
         .testTarget(name: "SwoopCLITests", dependencies: ["swoop", "SwoopKit", "SwoopTesting"]),

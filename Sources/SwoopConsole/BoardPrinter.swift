@@ -13,7 +13,6 @@ public final class BoardPrinter: Sendable {
 
     private struct State {
         var board = BoardState()
-        var waiting = 0
         /// Something changed since the board was last drawn.
         var dirty = false
         /// When each download's last plain line was printed.
@@ -30,14 +29,11 @@ public final class BoardPrinter: Sendable {
         self.refreshInterval = refreshInterval
     }
 
-    /// Sets the number of queued downloads for the summary line; events do not carry it.
-    ///
-    /// - Parameter count: Downloads known to the manager and not started yet.
-    public func setWaiting(_ count: Int) {
+    /// Counts downloads as waiting that will run without an `added` event (resumed ones) until
+    /// their events say otherwise.
+    public func expect(_ ids: [Download.ID]) {
         state.withLockedValue { state in
-            guard state.waiting != count else { return }
-            state.waiting = count
-            state.dirty = true
+            if state.board.expect(ids) { state.dirty = true }
         }
     }
 
@@ -64,8 +60,8 @@ public final class BoardPrinter: Sendable {
 
     /// The lines the board would show now on a terminal of this size.
     public func lines(width: Int, height: Int) -> [String] {
-        let (board, waiting) = state.withLockedValue { ($0.board, $0.waiting) }
-        return ProgressBoard(width: width, height: height).lines(active: board.active, summary: board.summary(waiting: waiting))
+        let board = state.withLockedValue { $0.board }
+        return ProgressBoard(width: width, height: height).lines(active: board.active, summary: board.summary())
     }
 
     /// Draws the board whenever it changed, at most once per `refreshInterval`, until cancelled.

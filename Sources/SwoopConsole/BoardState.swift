@@ -1,7 +1,8 @@
 import SwoopKit
 
-/// What the board shows, kept up to date from download events: the active downloads in the
-/// order they started and the counts of finished and failed ones. Pure; ``BoardPrinter`` owns one.
+/// What the board shows, kept up to date from download events alone: the active downloads in the
+/// order they started, the waiting ones, and the counts of finished and failed ones. Pure;
+/// ``BoardPrinter`` owns one.
 public struct BoardState: Sendable, Hashable {
     /// The active downloads' latest snapshots, in the order they started.
     public private(set) var active: [Download] = []
@@ -9,6 +10,11 @@ public struct BoardState: Sendable, Hashable {
     public private(set) var done = 0
     /// Downloads that stopped with an error so far.
     public private(set) var failed = 0
+    /// Downloads added or expected that have neither started nor ended.
+    public private(set) var waiting: Set<Download.ID> = []
+    /// Downloads that started or ended: an `added` or an expectation that comes later does not
+    /// make them wait again.
+    private var begun: Set<Download.ID> = []
 
     /// An empty state.
     public init() {}
@@ -18,6 +24,14 @@ public struct BoardState: Sendable, Hashable {
     /// - Returns: Whether the board changed and should be drawn again.
     @discardableResult
     public mutating func apply(_ event: DownloadEvent) -> Bool {
+        if case .added(let download) = event {
+            return !begun.contains(download.id) && waiting.insert(download.id).inserted
+        }
+        let id = event.download.id
+        if case .notice = event {} else {
+            waiting.remove(id)
+            begun.insert(id)
+        }
         switch event {
         case .started(let download), .progress(let download):
             update(download)
@@ -33,16 +47,26 @@ public struct BoardState: Sendable, Hashable {
         case .paused(let download), .removed(let download):
             remove(download.id)
         case .added:
-            // Nothing shown changes: the waiting count comes from the manager.
             return false
         }
         return true
     }
 
-    /// The summary line's values.
+    /// Counts downloads as waiting that will run without an `added` event (resumed ones), unless
+    /// they started or ended already.
     ///
-    /// - Parameter waiting: The number of queued downloads, which events do not carry.
-    public func summary(waiting: Int) -> BoardSummary {
+    /// - Returns: Whether the board changed.
+    @discardableResult
+    public mutating func expect(_ ids: some Sequence<Download.ID>) -> Bool {
+        var changed = false
+        for id in ids where !begun.contains(id) {
+            changed = waiting.insert(id).inserted || changed
+        }
+        return changed
+    }
+
+    /// The summary line's values.
+    public func summary() -> BoardSummary {
         var remaining: Int? = 0
         for download in active {
             guard let total = download.totalBytes, let sum = remaining else {
@@ -52,7 +76,7 @@ public struct BoardState: Sendable, Hashable {
             remaining = sum + max(0, total - download.completedBytes)
         }
         return BoardSummary(
-            done: done, active: active.count, waiting: waiting, failed: failed,
+            done: done, active: active.count, waiting: waiting.count, failed: failed,
             bytesPerSecond: active.reduce(0) { $0 + max(0, $1.bytesPerSecond) }, remainingBytes: remaining
         )
     }

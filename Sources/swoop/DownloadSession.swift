@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import Logging
+import ServiceLifecycle
 import SwoopConsole
 import SwoopKit
 import SwoopStore
@@ -44,23 +46,28 @@ struct DownloadSession {
         let display = BoardPrinter(console: console)
         let progressEvents = manager.events()
         let printer = Task { await display.consume(progressEvents) }
-        // Events do not say how many wait: the summary line asks the manager a few times a second.
-        let waitingFeed = Task {
-            while !Task.isCancelled {
-                display.setWaiting(await manager.stats().waiting)
-                try? await Task.sleep(for: .milliseconds(200))
-            }
-        }
-        let runner = Task { await manager.run() }
+        // The library's life cycle (reconcile, run, drain and save, shut down) in a service group
+        // of its own. The signals are ours: the exit status names the one that came, and a second
+        // Ctrl-C exits at once.
+        let service = DownloadService(manager: manager)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                logger: Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+        )
+        let runner = Task { try await group.run() }
         let interruption = Interruption()
-        interruption.onSignal { Task { try? await manager.shutdown() } }
+        interruption.onSignal { Task { await group.triggerGracefulShutdown() } }
 
         var status = ExitStatus.success
         do {
-            let report = try await manager.reconcile()
+            let report = try await service.reconciled()
             reportPublished(report.published.count)
             reportOrphans(report.orphanedPartFiles)
             let ids = try await start(work, manager: manager)
+            // Resumed downloads get no `added` event: the board counts them waiting until they start.
+            display.expect(ids)
             if ids.isEmpty {
                 console.notice("nothing to resume")
             } else {
@@ -76,9 +83,8 @@ struct DownloadSession {
             console.error("\(error)")
             status = ExitStatus.failure
         }
-        waitingFeed.cancel()
-        try? await manager.shutdown()
-        await runner.value
+        await group.triggerGracefulShutdown()
+        try? await runner.value
         await printer.value
         interruption.stop()
         if let signal = interruption.received {

@@ -16,7 +16,9 @@ struct BoardStateTests {
 
     @Test func activeDownloadsKeepTheirStartOrderAndLatestSnapshot() {
         var state = BoardState()
-        #expect(!apply(.added(Self.snapshot("a", total: nil, done: 0)), to: &state))
+        #expect(apply(.added(Self.snapshot("a", total: nil, done: 0)), to: &state))
+        for id in ["b", "c", "d", "e"] { state.apply(.added(Self.snapshot(id, total: nil, done: 0))) }
+        #expect(state.waiting.count == 5)
         #expect(apply(.started(Self.snapshot("a", total: 100, done: 0)), to: &state))
         #expect(apply(.started(Self.snapshot("b", total: 200, done: 0)), to: &state))
         #expect(apply(.progress(Self.snapshot("a", total: 100, done: 40, speed: 10)), to: &state))
@@ -25,7 +27,7 @@ struct BoardStateTests {
         #expect(apply(.progress(Self.snapshot("b", total: 200, done: 50, speed: 5)), to: &state))
         #expect(state.active.map(\.id.rawValue) == ["a", "b"])
         #expect(state.active.map(\.completedBytes) == [40, 50])
-        #expect(state.summary(waiting: 3) == BoardSummary(done: 0, active: 2, waiting: 3, failed: 0, bytesPerSecond: 5, remainingBytes: 210))
+        #expect(state.summary() == BoardSummary(done: 0, active: 2, waiting: 3, failed: 0, bytesPerSecond: 5, remainingBytes: 210))
     }
 
     @Test func finishedDownloadsLeaveTheBoardAndAreCounted() {
@@ -35,15 +37,15 @@ struct BoardStateTests {
         state.apply(.failed(Self.snapshot("c", total: 10, done: 3), SwoopError(.invalidArgument, "x")))
         state.apply(.paused(Self.snapshot("d", total: 10, done: 5)))
         #expect(state.active.map(\.id.rawValue) == ["a"])
-        #expect(state.summary(waiting: 0) == BoardSummary(done: 1, active: 1, waiting: 0, failed: 1, bytesPerSecond: 0, remainingBytes: 10))
+        #expect(state.summary() == BoardSummary(done: 1, active: 1, waiting: 0, failed: 1, bytesPerSecond: 0, remainingBytes: 10))
     }
 
     @Test func oneUnknownLengthMakesTheRemainingBytesUnknown() {
         var state = BoardState()
         state.apply(.started(Self.snapshot("a", total: 10, done: 0, speed: 1)))
         state.apply(.started(Self.snapshot("b", total: nil, done: 5, speed: 2)))
-        #expect(state.summary(waiting: 0) == BoardSummary(done: 0, active: 2, waiting: 0, failed: 0, bytesPerSecond: 3, remainingBytes: nil))
-        #expect(BoardState().summary(waiting: 7) == BoardSummary(done: 0, active: 0, waiting: 7, failed: 0, bytesPerSecond: 0, remainingBytes: 0))
+        #expect(state.summary() == BoardSummary(done: 0, active: 2, waiting: 0, failed: 0, bytesPerSecond: 3, remainingBytes: nil))
+        #expect(BoardState().summary() == BoardSummary(done: 0, active: 0, waiting: 0, failed: 0, bytesPerSecond: 0, remainingBytes: 0))
     }
 
     @Test func aNoticeUpdatesOnlyAnActiveDownload() {
@@ -53,5 +55,23 @@ struct BoardStateTests {
         state.apply(.started(Self.snapshot("a", total: 10, done: 5)))
         state.apply(.notice(Self.snapshot("a", total: 10, done: 0), "starting over from 0"))
         #expect(state.active.map(\.completedBytes) == [0])
+    }
+
+    @Test func waitingCountsAddedAndExpectedDownloadsUntilTheyStartOrEnd() {
+        var state = BoardState()
+        state.apply(.added(Self.snapshot("a", total: nil, done: 0)))
+        state.apply(.added(Self.snapshot("b", total: nil, done: 0)))
+        // Resumed downloads get no `added`: the caller expects them. One that started already stays out.
+        state.apply(.started(Self.snapshot("c", total: 10, done: 0)))
+        let changed = state.expect([Download.ID("c"), Download.ID("d"), Download.ID("a")])
+        #expect(changed)
+        #expect(state.summary().waiting == 3)
+        state.apply(.started(Self.snapshot("a", total: 10, done: 0)))
+        state.apply(.paused(Self.snapshot("b", total: 10, done: 0)))
+        #expect(state.summary().waiting == 1)
+        // A late `added` for a download that already ran does not make it wait again.
+        #expect(!apply(.added(Self.snapshot("a", total: nil, done: 0)), to: &state))
+        state.apply(.removed(Self.snapshot("d", total: nil, done: 0)))
+        #expect(state.summary() == BoardSummary(done: 0, active: 2, waiting: 0, failed: 0, bytesPerSecond: 0, remainingBytes: 20))
     }
 }

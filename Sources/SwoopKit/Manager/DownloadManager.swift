@@ -43,6 +43,8 @@ public actor DownloadManager {
     /// Callers of `shutdown()` that came while another call was shutting down.
     var shutdownWaiters: [CheckedContinuation<Void, Never>]?
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Callers of `waitUntilRunning()` that came before `run()`.
+    var runningWaiters: [CheckedContinuation<Void, Never>] = []
     var nextPosition: Int?
     var session = SessionCounts()
     /// Callers waiting for a run they stopped to settle.
@@ -110,6 +112,7 @@ public actor DownloadManager {
     public func run() async {
         guard phase == .idle else { return }
         phase = .running
+        wakeRunningWaiters()
         schedule()
         let starts = self.starts
         await withDiscardingTaskGroup { group in
@@ -137,6 +140,18 @@ public actor DownloadManager {
     /// Whether ``run()`` is running (and not shutting down): queued downloads start only then.
     public var isRunning: Bool { phase == .running }
 
+    /// Returns once ``run()`` has started the queue (or the manager is shutting down).
+    public func waitUntilRunning() async {
+        guard phase == .idle else { return }
+        await withCheckedContinuation { runningWaiters.append($0) }
+    }
+
+    private func wakeRunningWaiters() {
+        let waiters = runningWaiters
+        runningWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
     /// Returns when nothing runs and nothing waits (or the manager stops).
     public func waitUntilIdle() async {
         if queue.isIdle || phase == .stopped { return }
@@ -158,6 +173,7 @@ public actor DownloadManager {
         shutdownWaiters = []
         let runIsActive = phase == .running || phase == .draining
         phase = runIsActive ? .draining : .stopping
+        wakeRunningWaiters()
         startsContinuation.finish()
         runs.cancelAll()
         if runIsActive {
