@@ -8,29 +8,15 @@ import Glibc
 
 /// `swoop get` run as a user runs it: the built binary, its exit code and the lines it prints.
 @Suite("swoop get (the binary)", .timeLimit(.minutes(2)))
-struct GetCommandTests {
-    let server: TestServer
-    let root: String
-    let out: String
-    let state: String
+struct GetCommandTests: CLISuite {
+    let cli: CLIWorkspace
 
     init() async throws {
-        server = try await TestServer.start()
-        (root, out, state) = try SwoopBinary.workspace("swoop-cli")
-    }
-
-    func get(_ arguments: [String]) async throws -> SwoopBinary.Result {
-        try await SwoopBinary.run(["get", "--state-dir", state, "-d", out, "--retry-wait", "0.01"] + arguments, in: root)
+        cli = try await CLIWorkspace("swoop-cli")
     }
 
     func start(_ arguments: [String]) throws -> SwoopBinary.Running {
-        try SwoopBinary.Running(["get", "--state-dir", state, "-d", out, "--retry-wait", "0.01"] + arguments, directory: root)
-    }
-
-    func serve(_ path: String, size: Int, seed: UInt64 = 7) -> [UInt8] {
-        let body = Resource.random(size: size, seed: seed)
-        server.serve(path, Resource(body: body, etag: "\"e1\""))
-        return body
+        try start("get", ["-d", out, "--retry-wait", "0.01"] + arguments)
     }
 
     func files() -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).sorted() }

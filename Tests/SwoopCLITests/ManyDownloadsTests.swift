@@ -9,23 +9,11 @@ import Glibc
 /// Many downloads through the binary: the queue's limits, -i files, the crash test over 50
 /// downloads, and the commands that manage the store (ls, pause, rm, resume).
 @Suite("swoop with many downloads (the binary)", .timeLimit(.minutes(3)))
-struct ManyDownloadsTests {
-    let server: TestServer
-    let root: String
-    let out: String
-    let state: String
+struct ManyDownloadsTests: CLISuite {
+    let cli: CLIWorkspace
 
     init() async throws {
-        server = try await TestServer.start()
-        (root, out, state) = try SwoopBinary.workspace("swoop-many")
-    }
-
-    func swoop(_ command: String, _ arguments: [String], timeout: Duration = .seconds(90)) async throws -> SwoopBinary.Result {
-        try await SwoopBinary.run([command, "--state-dir", state] + arguments, in: root, timeout: timeout)
-    }
-
-    func start(_ command: String, _ arguments: [String]) throws -> SwoopBinary.Running {
-        try SwoopBinary.Running([command, "--state-dir", state] + arguments, directory: root)
+        cli = try await CLIWorkspace("swoop-many")
     }
 
     func transferOptions() -> [String] { ["-d", out, "--retry-wait", "0.01"] }

@@ -5,25 +5,15 @@ import Testing
 /// `--limit-rate` and `--max-overall-limit` through the built binary: they parse, they hold a
 /// download back (a lower bound on time only), and a bad value is exit 2 with one line.
 @Suite("swoop get --limit-rate (the binary)", .serialized, .timeLimit(.minutes(2)))
-struct RateLimitCommandTests {
-    let server: TestServer
-    let root: String
-    let out: String
-    let state: String
+struct RateLimitCommandTests: CLISuite {
+    let cli: CLIWorkspace
 
     init() async throws {
-        server = try await TestServer.start()
-        (root, out, state) = try SwoopBinary.workspace("swoop-cli")
+        cli = try await CLIWorkspace("swoop-cli")
     }
 
     func get(_ arguments: [String]) async throws -> SwoopBinary.Result {
         try await SwoopBinary.run(["get", "-q", "--state-dir", state, "-d", out] + arguments, in: root)
-    }
-
-    func serve(_ path: String, size: Int, seed: UInt64 = 7) -> [UInt8] {
-        let body = Resource.random(size: size, seed: seed)
-        server.serve(path, Resource(body: body, etag: "\"e1\""))
-        return body
     }
 
     func stop() {

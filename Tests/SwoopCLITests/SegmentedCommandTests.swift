@@ -8,15 +8,11 @@ import Glibc
 
 /// `swoop get -x N`: one file over several connections, through the binary.
 @Suite("swoop get -x (the binary)", .timeLimit(.minutes(2)))
-struct SegmentedCommandTests {
-    let server: TestServer
-    let root: String
-    let out: String
-    let state: String
+struct SegmentedCommandTests: CLISuite {
+    let cli: CLIWorkspace
 
     init() async throws {
-        server = try await TestServer.start()
-        (root, out, state) = try SwoopBinary.workspace("swoop-x")
+        cli = try await CLIWorkspace("swoop-x")
     }
 
     func arguments(_ extra: [String]) -> [String] {
