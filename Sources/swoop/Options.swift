@@ -248,7 +248,8 @@ extension SwoopError {
     /// The message with the command-line advice that fits it: the engine says what happened, the
     /// command line says which option changes it.
     var userMessage: String {
-        if code == .destinationExists, message.hasSuffix(" already exists") {
+        // The collision policy's refusal ("PATH already exists"), not a rename that lost a race.
+        if code == .destinationExists, message.hasSuffix(" already exists"), !message.hasPrefix("cannot rename") {
             return message + " (use --overwrite to replace it)"
         }
         if code == .tls, message.hasSuffix("certificate verification failed") {

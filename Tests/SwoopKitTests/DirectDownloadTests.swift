@@ -11,8 +11,7 @@ struct DirectDownloadTests {
     @Test func aDirectDownloadIsPausedByTheIdItsEventsCarry() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let body = f.serve("/d.bin", size: 2_000_000)
-        f.server.enqueue("/d.bin", .stallAfter(bytes: 1_200_000))
+        let body = f.serveStalling("/d.bin", size: 2_000_000, after: 1_200_000)
         let store = InMemoryDownloadStore()
         let run = try f.start(store: store)
         let download = Task { try await run.manager.download(f.request("/d.bin")) }
@@ -52,6 +51,34 @@ struct DirectDownloadTests {
         #expect(await run.events.wait { _ in run.events.terminal(first.download.id).count == 2 })
         #expect(run.events.terminal(first.download.id).map(\.caseName) == ["completed", "alreadyComplete"])
         #expect(f.server.requests(to: "/c.bin").count == 1)
+        await run.stop()
+    }
+
+    @Test func theSameDownloadRunsOnceWhetherAddedOrDownloadedDirectly() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        let body = f.serveStalling("/once.bin", size: 1_000_000, after: 300_000)
+        let store = InMemoryDownloadStore()
+        let run = try f.start(store: store)
+        let direct = Task { try await run.manager.download(f.request("/once.bin")) }
+        #expect(await f.partFileReaches("once.bin", size: 300_000))
+        let id = try #require(try store.all().first?.id)
+
+        // Adding it while it runs directly neither queues it again nor touches its record.
+        #expect(try await run.manager.add(f.request("/once.bin")) == id)
+        #expect(await run.manager.stats().waiting == 0)
+        await #expect { try await run.manager.download(f.request("/once.bin")) } throws: { ($0 as? SwoopError)?.code == .inUse }
+
+        try await run.manager.pause(id)
+        await #expect { try await direct.value } throws: { ($0 as? SwoopError)?.code == .cancelled }
+        #expect(run.events.terminal(id).map(\.caseName) == ["paused"])
+        #expect(f.server.requests(to: "/once.bin").count == 1)
+
+        // Queued now, it is not downloaded directly beside the queue's run.
+        try await run.manager.resume(id)
+        #expect(await run.events.wait { _ in run.events.terminal(id).count == 2 })
+        #expect(run.events.terminal(id).map(\.caseName) == ["paused", "completed"])
+        #expect(sha256(file: f.path("once.bin")) == sha256(body))
         await run.stop()
     }
 }

@@ -101,8 +101,7 @@ struct DownloadManagerTests {
         defer { f.stop() }
         f.configuration.queue.maxConcurrentDownloads = 1
         for i in 0..<4 {
-            f.serve("/s\(i).bin", size: 100_000, seed: UInt64(i))
-            f.server.setDefault("/s\(i).bin", .stallAfter(bytes: 1_000))
+            f.serveStalling("/s\(i).bin", size: 100_000, after: 1_000, every: true, seed: UInt64(i))
         }
         let run = try f.start()
         _ = try await run.manager.add(contentsOf: (0..<4).map { try f.request("/s\($0).bin") })
@@ -123,8 +122,7 @@ struct DownloadManagerTests {
     @Test func pausingARunningDownloadSavesItsProgressAndResumeContinuesWithARange() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let body = f.serve("/p.bin", size: 2_000_000)
-        f.server.enqueue("/p.bin", .stallAfter(bytes: 1_200_000))
+        let body = f.serveStalling("/p.bin", size: 2_000_000, after: 1_200_000)
         let run = try f.start()
         let id = try await run.manager.add(f.request("/p.bin"))
         #expect(await f.partFileReaches("p.bin", size: 1_200_000))
@@ -154,8 +152,7 @@ struct DownloadManagerTests {
         var f = try await ManagerFixture.make()
         defer { f.stop() }
         f.configuration.queue.maxConcurrentDownloads = 1
-        let bodyA = f.serve("/a.bin", size: 300_000, seed: 1)
-        f.server.enqueue("/a.bin", .stallAfter(bytes: 100_000))
+        let bodyA = f.serveStalling("/a.bin", size: 300_000, after: 100_000, seed: 1)
         let bodyB = f.serve("/b.bin", size: 50_000, seed: 2)
         let run = try f.start()
         let a = try await run.manager.add(f.request("/a.bin"))
@@ -242,8 +239,7 @@ struct DownloadManagerTests {
     @Test func cancelDeletesThePartFileAndMarksTheRecordRemoved() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        f.serve("/c.bin", size: 1_000_000)
-        f.server.enqueue("/c.bin", .stallAfter(bytes: 400_000))
+        f.serveStalling("/c.bin", size: 1_000_000, after: 400_000)
         let run = try f.start()
         let id = try await run.manager.add(f.request("/c.bin"))
         #expect(await f.partFileReaches("c.bin", size: 400_000))
@@ -409,8 +405,7 @@ struct DownloadManagerTests {
         defer { f.stop() }
         f.configuration.queue.maxConcurrentDownloads = 3
         for i in 0..<3 {
-            f.serve("/s\(i).bin", size: 1_000_000, seed: UInt64(i))
-            f.server.setDefault("/s\(i).bin", .stallAfter(bytes: 300_000))
+            f.serveStalling("/s\(i).bin", size: 1_000_000, after: 300_000, every: true, seed: UInt64(i))
         }
         let run = try f.start()
         let ids = try await run.manager.add(contentsOf: (0..<3).map { try f.request("/s\($0).bin") })
@@ -446,8 +441,7 @@ struct DownloadManagerTests {
         defer { f.stop() }
         f.configuration.queue.maxConcurrentDownloads = 2
         for i in 0..<5 {
-            f.serve("/c\(i).bin", size: 1_000_000, seed: UInt64(i))
-            f.server.setDefault("/c\(i).bin", .stallAfter(bytes: 200_000))
+            f.serveStalling("/c\(i).bin", size: 1_000_000, after: 200_000, every: true, seed: UInt64(i))
         }
         let run = try f.start()
         let ids = try await run.manager.add(contentsOf: (0..<5).map { try f.request("/c\($0).bin") })
@@ -474,8 +468,7 @@ struct DownloadManagerTests {
         defer { f.stop() }
         f.configuration.queue.maxConcurrentDownloads = 3
         for i in 0..<3 {
-            f.serve("/d\(i).bin", size: 1_000_000, seed: UInt64(i))
-            f.server.setDefault("/d\(i).bin", .stallAfter(bytes: 100_000))
+            f.serveStalling("/d\(i).bin", size: 1_000_000, after: 100_000, every: true, seed: UInt64(i))
         }
         let run = try f.start()
         let ids = try await run.manager.add(contentsOf: (0..<3).map { try f.request("/d\($0).bin") })
@@ -542,8 +535,7 @@ struct DownloadManagerTests {
         var f = try await ManagerFixture.make()
         defer { f.stop() }
         f.configuration.queue.maxConcurrentDownloads = 1
-        f.serve("/first.bin", size: 100_000)
-        f.server.setDefault("/first.bin", .stallAfter(bytes: 10_000))
+        f.serveStalling("/first.bin", size: 100_000, after: 10_000, every: true)
         for i in 0..<299 { f.serve("/w\(i).bin", size: 100, seed: UInt64(i)) }
         let run = try f.start()
         _ = try await run.manager.add(f.request("/first.bin"))

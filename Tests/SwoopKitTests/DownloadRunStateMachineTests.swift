@@ -199,3 +199,40 @@ struct DownloadRunStateMachineTests {
         #expect(run.state == .settled)
     }
 }
+
+/// `DownloadRuns`: the machines under one lock, as the manager's control paths use them.
+@Suite("DownloadRuns")
+struct DownloadRunsTests {
+    let id = Download.ID("r")
+
+    @Test func stoppingARunThatHasNotBegunChangesNothingUntilTheCallerHasStoppedIt() {
+        let runs = DownloadRuns()
+        runs.handOver(id)
+        // The caller's change under the lock may still fail (another process runs it): the run
+        // must then begin as if nothing happened.
+        #expect(!runs.stopTransfer(id, .pause))
+        #expect(runs.begin(id, found: .waiting) == .start)
+
+        let stopped = DownloadRuns()
+        stopped.handOver(id)
+        #expect(!stopped.stopTransfer(id, .cancel))
+        stopped.stoppedByCaller(id, .cancel)
+        #expect(stopped.begin(id, found: .removed) == .settleQuietly)
+        #expect(!stopped.contains(id))
+    }
+
+    @Test func aRecordHasOneRunAtATime() {
+        let runs = DownloadRuns()
+        #expect(runs.startDirect(id))
+        #expect(!runs.startDirect(id))
+        #expect(!runs.handOver(id))
+        #expect(runs.isRunning(id))
+        #expect(runs.stopTransfer(id, .pause))
+        guard case .stopped(announce: true) = runs.ended(id, .failure(SwoopError(.cancelled, "interrupted"))) else {
+            Issue.record("a paused run with no event of its own is announced")
+            return
+        }
+        #expect(!runs.contains(id))
+        #expect(runs.handOver(id))
+    }
+}

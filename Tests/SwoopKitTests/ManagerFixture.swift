@@ -28,6 +28,19 @@ struct ManagerFixture {
         return body
     }
 
+    /// Serves `size` random bytes at `path` whose response stalls after `stallAt` bytes: the first
+    /// response only (a resume then finishes), or `every` one. Returns the bytes.
+    @discardableResult
+    func serveStalling(_ path: String, size: Int, after stallAt: Int, every: Bool = false, seed: UInt64 = 1) -> [UInt8] {
+        let body = serve(path, size: size, seed: seed)
+        if every {
+            server.setDefault(path, .stallAfter(bytes: stallAt))
+        } else {
+            server.enqueue(path, .stallAfter(bytes: stallAt))
+        }
+        return body
+    }
+
     func request(_ path: String, on server: TestServer? = nil) throws -> DownloadRequest {
         try DownloadRequest(url: (server ?? self.server).url(path), directory: directory)
     }

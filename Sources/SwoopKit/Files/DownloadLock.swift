@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -17,12 +18,22 @@ import Darwin
 /// The holder also writes its pid at a small slot derived from the same hash, so a refused process
 /// can name it; two downloads sharing a slot (1 in 65,536) can only make that pid wrong, never the lock.
 final class DownloadLock: Sendable {
-    /// The locked file, or `nil` for a lock that locks nothing (no lock directory: an ephemeral manager).
-    private let fd: Int32?
+    /// The locked file, or `nil` for a lock that locks nothing (no lock directory: an ephemeral
+    /// manager) or that was released.
+    private let fd: NIOLockedValueBox<Int32?>
 
-    private init(fd: Int32?) { self.fd = fd }
+    private init(fd: Int32?) { self.fd = NIOLockedValueBox(fd) }
 
-    deinit { if let fd { _ = Glibc.close(fd) } }
+    deinit { release() }
+
+    /// Lets the lock go now (closing its file drops the lock), rather than when the last reference
+    /// goes. Later calls do nothing.
+    func release() {
+        fd.withLockedValue { fd in
+            if let open = fd { _ = Glibc.close(open) }
+            fd = nil
+        }
+    }
 
     /// Takes the lock of one download: the one place a download's lock is keyed (its URL,
     /// directory and requested name).

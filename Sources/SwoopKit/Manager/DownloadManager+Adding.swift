@@ -32,8 +32,9 @@ extension DownloadManager {
             }
             var record: DownloadRecord
             if let existing = stored[key] {
-                if queue.contains(existing.id) {
-                    // Already queued or running here: its live record must not be overwritten.
+                if queue.contains(existing.id) || runs.contains(existing.id) {
+                    // Already queued or running here (a direct download too): its live record must
+                    // not be overwritten.
                     byKey[key] = existing
                     ids.append(existing.id)
                     continue

@@ -6,7 +6,7 @@ extension DownloadManager {
     /// - Throws: ``SwoopError/Code/notFound`` for an unknown id; ``SwoopError/Code/inUse`` when
     ///   another process runs it; ``SwoopError/Code/invalidArgument`` when its state does not allow it.
     public func pause(_ id: Download.ID) async throws {
-        if runs.stop(id, .pause) == .cancelTransfer { return await waitForSettlement(id) }
+        if runs.stopTransfer(id, .pause) { return await waitForSettlement(id) }
         let record = try withDownloadLock(id) { record in
             // Under the lock, `active` can only be what a dead process left.
             record.state = try DownloadStateMachine.next(after: record.state == .active ? .waiting : record.state, on: .pause).get()
@@ -14,6 +14,7 @@ extension DownloadManager {
             record.updatedAt = Date()
             try store.save(record)
         }
+        runs.stoppedByCaller(id, .pause)
         queue.removeWaiting(id)
         session.stopped += 1
         hub.publish(.paused(record.snapshot()))
@@ -25,7 +26,7 @@ extension DownloadManager {
     ///
     /// - Parameter headers: Request headers to store with it (replacing stored ones of the same name).
     public func resume(_ id: Download.ID, replacingHeaders headers: [(name: String, value: String)] = []) throws {
-        guard !queue.contains(id) else {
+        guard !queue.contains(id), !runs.contains(id) else {
             throw SwoopError(.invalidArgument, "download \(id) is already \(queue.isWaiting(id) ? "waiting" : "active")")
         }
         var record = try existingRecord(id)
@@ -62,7 +63,7 @@ extension DownloadManager {
     @discardableResult
     public func resumeAll(replacingHeaders headers: [(name: String, value: String)] = []) throws -> [Download.ID] {
         var resumed: [DownloadRecord] = []
-        for var record in try store.all() where !queue.contains(record.id) {
+        for var record in try store.all() where !queue.contains(record.id) && !runs.contains(record.id) {
             switch record.state {
             case .waiting, .paused, .failed:
                 if record.state != .waiting { record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get() }
@@ -96,8 +97,9 @@ extension DownloadManager {
     /// Stops a download for good: the part file is deleted and the record is kept as `removed`
     /// (a completed file stays where it is).
     public func cancel(_ id: Download.ID) async throws {
-        if runs.stop(id, .cancel) == .cancelTransfer { return await waitForSettlement(id) }
+        if runs.stopTransfer(id, .cancel) { return await waitForSettlement(id) }
         _ = try withDownloadLock(id) { record in try markCancelled(&record) }
+        runs.stoppedByCaller(id, .cancel)
         queue.removeWaiting(id)
         await waitForHandedOverStart(id)
     }
@@ -112,8 +114,9 @@ extension DownloadManager {
     /// Forgets a download: stops it if running and deletes its record; with `deletingFile`, also its
     /// part file and its final file (a final file changed since Swoop wrote it is kept).
     public func remove(_ id: Download.ID, deletingFile: Bool = false) async throws {
-        if runs.stop(id, .remove(deletingFile: deletingFile)) == .cancelTransfer { return await waitForSettlement(id) }
+        if runs.stopTransfer(id, .remove(deletingFile: deletingFile)) { return await waitForSettlement(id) }
         _ = try withDownloadLock(id) { record in try delete(record, deletingFile: deletingFile) }
+        runs.stoppedByCaller(id, .remove(deletingFile: deletingFile))
         queue.removeWaiting(id)
         await waitForHandedOverStart(id)
     }

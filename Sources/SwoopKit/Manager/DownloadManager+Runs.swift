@@ -64,7 +64,7 @@ extension DownloadManager {
             // Paused or removed by another process while it waited.
             session.stopped += 1
             let snapshot = record?.snapshot() ?? Download(id: id, url: key.url, destination: nil, state: .removed, totalBytes: nil, completedBytes: 0)
-            hub.publish(record?.state == .paused ? .paused(snapshot) : .removed(snapshot))
+            hub.publish(record == nil || record?.state == .removed ? .removed(snapshot) : .paused(snapshot))
             return
         case .start:
             break
@@ -88,8 +88,10 @@ extension DownloadManager {
         requestedRate: Int?
     ) async -> Result<DownloadOutcome, SwoopError> {
         let id = record.id
+        // Held until the run is settled (a cancel's part file is deleted under it), then let go at once.
+        defer { lock.release() }
         let job = transferJob(
-            record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded, lock: lock,
+            record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded,
             requestedRate: requestedRate
         )
         let task = Task { try await job() }
@@ -196,11 +198,9 @@ extension DownloadManager {
         return record
     }
 
-    /// The work of one transfer, as a closure a task can run. It holds the download's lock until
-    /// the transfer ends.
+    /// The work of one transfer, as a closure a task can run.
     nonisolated func transferJob(
-        record: DownloadRecord, url: URL, options: Transfer.Options, isNew: Bool, announcesAdded: Bool, lock: DownloadLock,
-        requestedRate: Int?
+        record: DownloadRecord, url: URL, options: Transfer.Options, isNew: Bool, announcesAdded: Bool, requestedRate: Int?
     ) -> @Sendable () async throws -> DownloadOutcome {
         let (hub, runs, rateLimits) = (hub, runs, rateLimits)
         let context = Transfer.Context(
@@ -212,7 +212,6 @@ extension DownloadManager {
             }
         )
         return {
-            defer { withExtendedLifetime(lock) {} }
             var context = context
             context.throttle = try rateLimits.start(record.id, requested: requestedRate)
             defer { rateLimits.finish(record.id) }

@@ -73,6 +73,14 @@ struct DownloadRun: Sendable {
 
     private(set) var state: State
 
+    /// Whether a transfer runs (or was told to stop and has not ended).
+    var isTransferring: Bool {
+        switch state {
+        case .running, .stopping: return true
+        case .handedOver, .stoppedBeforeStart, .settled: return false
+        }
+    }
+
     /// A run the queue handed over.
     static func handedOver() -> DownloadRun { DownloadRun(state: .handedOver) }
 

@@ -12,14 +12,30 @@ final class DownloadRuns: Sendable {
 
     private let entries = NIOLockedValueBox<[Download.ID: Entry]>([:])
 
-    /// The queue handed `id` over to `run()`.
-    func handOver(_ id: Download.ID) {
-        entries.withLockedValue { $0[id] = Entry(run: .handedOver()) }
+    /// The queue handed `id` over to `run()`. Returns `false` (changing nothing) when `id` has a
+    /// run already (a direct download of the same record).
+    @discardableResult
+    func handOver(_ id: Download.ID) -> Bool {
+        entries.withLockedValue { entries in
+            guard entries[id] == nil else { return false }
+            entries[id] = Entry(run: .handedOver())
+            return true
+        }
     }
 
-    /// A direct download's run, whose transfer starts at once.
-    func startDirect(_ id: Download.ID) {
-        entries.withLockedValue { $0[id] = Entry(run: .started()) }
+    /// A direct download's run, whose transfer starts at once. Returns `false` (changing nothing)
+    /// when `id` has a run already.
+    func startDirect(_ id: Download.ID) -> Bool {
+        entries.withLockedValue { entries in
+            guard entries[id] == nil else { return false }
+            entries[id] = Entry(run: .started())
+            return true
+        }
+    }
+
+    /// Whether `id` has a run (handed over, transferring, or stopping).
+    func contains(_ id: Download.ID) -> Bool {
+        entries.withLockedValue { $0[id] != nil }
     }
 
     /// The run begins with the record's state as read under its lock (`nil`: gone).
@@ -45,16 +61,28 @@ final class DownloadRuns: Sendable {
         entries.withLockedValue { $0[id]?.task = task }
     }
 
-    /// A caller asks `id` to stop; `nil` when no run of it is known (not handed over, not running).
-    func stop(_ id: Download.ID, _ intent: DownloadRun.StopIntent) -> DownloadRun.StopAction? {
-        let (action, task) = entries.withLockedValue { entries -> (DownloadRun.StopAction?, Task<DownloadOutcome, any Error>?) in
-            guard var entry = entries[id] else { return (nil, nil) }
-            let action = entry.run.stop(intent)
+    /// Stops `id`'s transfer with `intent` (what to do once it has stopped) and cancels its task.
+    /// Returns `false`, changing nothing, when no transfer of `id` runs: the caller stops it itself.
+    func stopTransfer(_ id: Download.ID, _ intent: DownloadRun.StopIntent) -> Bool {
+        let task = entries.withLockedValue { entries -> Task<DownloadOutcome, any Error>?? in
+            guard var entry = entries[id], entry.run.isTransferring else { return .none }
+            _ = entry.run.stop(intent)
             entries[id] = entry
-            return (action, entry.task)
+            return .some(entry.task)
         }
-        if action == .cancelTransfer { task?.cancel() }
-        return action
+        guard let task else { return false }
+        task?.cancel()
+        return true
+    }
+
+    /// The caller has stopped `id` itself, under its lock, and published the event: a run the queue
+    /// handed over but that has not begun settles quietly.
+    func stoppedByCaller(_ id: Download.ID, _ intent: DownloadRun.StopIntent) {
+        entries.withLockedValue { entries in
+            guard var entry = entries[id], !entry.run.isTransferring else { return }
+            _ = entry.run.stop(intent)
+            entries[id] = entry
+        }
     }
 
     /// Records an event's snapshot; returns whether to publish it.
@@ -82,14 +110,9 @@ final class DownloadRuns: Sendable {
         entries.withLockedValue { _ = $0.removeValue(forKey: id) }
     }
 
-    /// Whether a transfer of `id` runs (or is about to).
+    /// Whether a transfer of `id` runs (or was told to stop and has not ended).
     func isRunning(_ id: Download.ID) -> Bool {
-        entries.withLockedValue { entries in
-            switch entries[id]?.run.state {
-            case .running?, .stopping?: return true
-            default: return false
-            }
-        }
+        entries.withLockedValue { $0[id]?.run.isTransferring ?? false }
     }
 
     func snapshots() -> [Download.ID: Download] {

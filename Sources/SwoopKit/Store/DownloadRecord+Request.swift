@@ -1,6 +1,9 @@
 import Foundation
 
 extension DownloadRecord {
+    /// The record's identifying key.
+    public var key: DownloadKey { DownloadKey(url: url, directory: directory, requestedName: requestedName) }
+
     /// A record for a request that has not started: its key, options and priority.
     public init(_ request: DownloadRequest, bootID: String, position: Int = 0) {
         self.init(url: request.key.url, directory: request.directory, requestedName: request.key.requestedName, bootID: bootID)

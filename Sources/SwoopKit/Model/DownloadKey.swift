@@ -13,11 +13,6 @@ public struct DownloadKey: Sendable, Hashable {
     }
 }
 
-extension DownloadRecord {
-    /// The record's identifying key.
-    public var key: DownloadKey { DownloadKey(url: url, directory: directory, requestedName: requestedName) }
-}
-
 /// One request header, as stored.
 public struct HTTPHeaderField: Sendable, Codable, Hashable {
     public var name: String
