@@ -24,6 +24,7 @@ struct DirectDownloadTests {
         await #expect { try await download.value } throws: { ($0 as? SwoopError)?.code == .cancelled }
         #expect(try store.record(id: id)?.state == .paused)
         #expect(try store.record(id: id)?.committedBytes == 1_200_000)
+        #expect(await run.events.wait { _ in !run.events.terminal(id).isEmpty })
         #expect(run.events.terminal(id).map(\.caseName) == ["paused"])
         #expect(Set(run.events.all.map(\.download.id)) == [id])
 
@@ -71,6 +72,7 @@ struct DirectDownloadTests {
 
         try await run.manager.pause(id)
         await #expect { try await direct.value } throws: { ($0 as? SwoopError)?.code == .cancelled }
+        #expect(await run.events.wait { _ in !run.events.terminal(id).isEmpty })
         #expect(run.events.terminal(id).map(\.caseName) == ["paused"])
         #expect(f.server.requests(to: "/once.bin").count == 1)
 

@@ -20,7 +20,7 @@ struct DownloadLockTests {
         let held = try DownloadLock.acquire(key: "a", in: directory, what: "http://h/a")
         let error = #expect(throws: SwoopError.self) { try DownloadLock.acquire(key: "a", in: directory, what: "http://h/a") }
         #expect(error?.code == .inUse)
-        #expect(error?.message == "http://h/a is already being downloaded by another swoop process (pid \(getpid()))")
+        #expect(error?.message == "http://h/a is already being downloaded by this swoop process (pid \(getpid()))")
         var others: [DownloadLock] = []
         for i in 0..<500 {
             others.append(try DownloadLock.acquire(key: "other \(i)", in: directory, what: "x"))

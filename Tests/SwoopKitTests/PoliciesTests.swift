@@ -293,7 +293,7 @@ struct PoliciesTests {
         let (second, _) = await f.download(request, store: store)
         guard case .failure(let error) = second else { Issue.record("second writer must be refused"); return }
         #expect(error.code == .inUse)
-        #expect(error.message.contains("another swoop process (pid \(getpid()))"))
+        #expect(error.message.contains("this swoop process (pid \(getpid()))"))
         running.cancel()
         _ = await running.result
         _ = try await first.download(request)

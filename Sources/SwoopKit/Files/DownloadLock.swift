@@ -73,14 +73,25 @@ final class DownloadLock: Sendable {
         lock.l_start = off_t(1 << 40) + off_t(hash >> 3)
         lock.l_len = 1
         let pidSlot = off_t(hash % 65_536) * 8
-        guard fcntl(fd, Self.ofdSetLock, &lock) == 0 else {
+        var attempts = 0
+        while fcntl(fd, Self.ofdSetLock, &lock) != 0 {
             let code = errno
             var bytes = [UInt8](repeating: 0, count: 8)
             let n = pread(fd, &bytes, 8, pidSlot)
+            let holder = n == 8 ? bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } : 0
+            // Held by this very process: a lock just let go can stay held for a moment when a child
+            // process was being started (between its fork and its exec the child shares the lock's
+            // open file). Look again for up to about 50 ms before calling it taken.
+            if (code == EAGAIN || code == EACCES), holder == UInt64(Self.pid), attempts < 10 {
+                attempts += 1
+                usleep(5_000)
+                continue
+            }
             _ = Glibc.close(fd)
             guard code == EAGAIN || code == EACCES else { throw SwoopError.fileSystem("lock", path: path, errno: code) }
-            let pid = n == 8 ? bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } : 0
-            throw SwoopError(.inUse, "\(what) is already being downloaded by another swoop process (pid \(pid > 0 ? String(pid) : "?"))")
+            let named = holder > 0 ? String(holder) : "?"
+            let who = holder == UInt64(Self.pid) ? "this swoop process" : "another swoop process"
+            throw SwoopError(.inUse, "\(what) is already being downloaded by \(who) (pid \(named))")
         }
         let pid = UInt64(Self.pid)
         let bytes = (0..<8).map { UInt8(truncatingIfNeeded: pid >> (56 - 8 * UInt64($0))) }
