@@ -112,8 +112,9 @@ extension Transfer {
                 try claimFile(response: response)
             } else if start == 0, restartReason == nil {
                 // A whole body into a part file that may hold more (an earlier attempt's bytes past
-                // a lowered offset): nothing beyond what this body writes may remain.
-                try part?.truncate(to: 0)
+                // a lowered offset): nothing beyond what this body writes may remain. The cut waits
+                // for a background flush that may be running: on a disk thread.
+                try await onDisk { try $0.part?.truncate(to: 0) }
             }
             record.totalBytes = total
             // A 206 that omits validators continues the saved representation: keep what we know.
