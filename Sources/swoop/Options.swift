@@ -252,6 +252,9 @@ extension SwoopError {
         if code == .destinationExists, message.hasSuffix(" already exists"), !message.hasPrefix("cannot rename") {
             return message + " (use --overwrite to replace it)"
         }
+        if code == .invalidArgument, message.hasSuffix("; download it to a file instead") {
+            return message + " (swoop get)"
+        }
         if code == .tls, message.hasSuffix("certificate verification failed") {
             return message + " (use --ca-certificate for a private CA)"
         }

@@ -100,6 +100,17 @@ struct GetCommandTests: CLISuite {
         #expect(files().isEmpty)
     }
 
+    @Test func noClobberRefusesATakenNameWithTheOptionThatWouldReplaceIt() async throws {
+        defer { stop() }
+        _ = serve("/taken.bin", size: 10_000)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: out + "/taken.bin"))
+        let result = try await get(["--no-clobber", server.url("/taken.bin")])
+        #expect(result.status == 3)
+        #expect(result.stderrLines == ["swoop: error: \(out)/taken.bin already exists (use --overwrite to replace it)"])
+        #expect(try String(contentsOfFile: out + "/taken.bin", encoding: .utf8) == "mine")
+        #expect(files() == ["taken.bin"])
+    }
+
     @Test func notFoundIsExitFiveWithTheStatus() async throws {
         defer { stop() }
         server.setDefault("/missing.bin", .status(404, body: "nope"))

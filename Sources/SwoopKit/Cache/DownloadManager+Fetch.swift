@@ -131,7 +131,7 @@ extension DownloadManager {
         let actual = size.map { " (\(ByteFormatting.format($0)))" } ?? ""
         return SwoopError(
             .invalidArgument,
-            "\(url) is larger than the \(ByteFormatting.format(limit)) limit for fetching into memory\(actual); download it to a file instead (swoop get)"
+            "\(url) is larger than the \(ByteFormatting.format(limit)) limit for fetching into memory\(actual); download it to a file instead"
         )
     }
 

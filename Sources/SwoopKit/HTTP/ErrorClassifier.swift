@@ -17,7 +17,7 @@ enum ErrorClassifier {
         case let error as HTTPClientError:
             return classify(httpClient: error, url: url, timeouts: timeouts)
         case let error as NIOSSLError:
-            return SwoopError(.tls, "TLS error with \(url): \(error)", cause: error)
+            return SwoopError(.tls, "TLS error with \(url): \(tlsMessage(error))", cause: error)
         case let error as BoringSSLError:
             return SwoopError(.tls, "TLS error with \(url): \(tlsMessage(error))", cause: error)
         case let error as NIOSSLExtraError:
@@ -62,7 +62,9 @@ enum ErrorClassifier {
         }
     }
 
-    private static func tlsMessage(_ error: BoringSSLError) -> String {
+    /// A failed certificate check in plain words (it comes wrapped, as `handshakeFailed(…)`, from
+    /// NIOSSL); anything else as the TLS stack words it.
+    private static func tlsMessage(_ error: any Error) -> String {
         let text = String(describing: error)
         if text.contains("CERTIFICATE_VERIFY_FAILED") {
             return "certificate verification failed"
