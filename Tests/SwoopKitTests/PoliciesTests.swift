@@ -330,7 +330,10 @@ struct PoliciesTests {
         }
         #expect(download.destination == f.path("big.bin"))
         #expect(sha256(file: f.path("big.bin")) == sha256(body))
-        #expect(seen.values.count >= 2)
+        // Progress merges while the reader is behind (a loaded machine may leave one report): at
+        // least one arrives, with bytes, and reports never go backwards.
+        #expect(!seen.values.isEmpty)
+        #expect((seen.values.last ?? 0) > 0)
         #expect(seen.values == seen.values.sorted())
     }
 }

@@ -8,6 +8,19 @@ import NIOSSL
 /// Turns what the HTTP stack throws into a ``SwoopError`` with a clear message and the right
 /// retry class. Unknown transport errors are retryable: a fresh attempt resumes from the saved offset.
 enum ErrorClassifier {
+    /// Whether `error` is a refused connection or a host that could not be resolved (not a timeout,
+    /// not a connection that broke once open): worth few retries.
+    static func isUnreachable(_ error: SwoopError) -> Bool {
+        switch error.cause {
+        case let cause as IOError:
+            return cause.errnoCode == ECONNREFUSED
+        case let cause as NIOConnectionError:
+            return cause.connectionErrors.allSatisfy { ($0.error as? IOError)?.errnoCode == ECONNREFUSED }
+        default:
+            return false
+        }
+    }
+
     static func classify(_ error: any Error, url: String, timeouts: Configuration.Timeouts) -> SwoopError {
         switch error {
         case let error as SwoopError:

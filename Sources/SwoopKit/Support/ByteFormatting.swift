@@ -38,6 +38,15 @@ public enum ByteFormatting: Sendable {
     /// - Parameter seconds: The remaining time in seconds.
     /// - Returns: The formatted duration, or `"--"` when `seconds` is negative, not finite
     ///   or 1000 days or more (an estimate that far out means "unknown").
+    /// A short wait, such as a retry delay: tenths of a second under 10 s (`"0.5s"`, `"2.3s"`), else
+    /// as ``duration(_:)``.
+    public static func delay(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0 else { return "--" }
+        guard seconds < 9.95 else { return duration(seconds) }
+        let tenths = Int((seconds * 10).rounded())
+        return tenths % 10 == 0 ? "\(tenths / 10)s" : "\(tenths / 10).\(tenths % 10)s"
+    }
+
     public static func duration(_ seconds: Double) -> String {
         guard seconds.isFinite, seconds >= 0, seconds < 1000 * 86_400 else { return "--" }
         let total = Int(seconds.rounded())

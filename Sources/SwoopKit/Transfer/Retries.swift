@@ -11,8 +11,13 @@ struct Retries: Sendable {
     }
 
     let backoff: Backoff
-    /// Failed attempts in a row (an attempt that made progress resets the count).
+    /// Failed attempts in a row (an attempt that got further than any before resets the count).
     private(set) var failures = 0
+
+    /// Retries in a row of a connection that was refused or a host that could not be resolved: a
+    /// server that is not there now is rarely there a second later, so these give up early (curl
+    /// fails at once; wget does not retry a refused connection).
+    static let maxUnreachableRetries = 2
 
     init(policy: Configuration.Retry) {
         backoff = Backoff(policy: policy)
@@ -27,14 +32,16 @@ struct Retries: Sendable {
     /// Decides after an attempt failed with `error`.
     ///
     /// - Parameters:
-    ///   - progressed: The attempt wrote bytes before it failed: the count starts again, so a slow
-    ///     but flaky server still finishes.
+    ///   - progressed: The attempt got further than any attempt before it (not merely wrote bytes:
+    ///     a server without ranges that stalls at the same point each time makes none): the count
+    ///     starts again, so a slow but flaky server still finishes.
+    ///   - unreachable: The connection was refused or the host could not be resolved.
     ///   - jitter: A number in 0..<1 (random in production, fixed in tests).
-    mutating func decide(after error: SwoopError, progressed: Bool, jitter: Double) -> Decision {
+    mutating func decide(after error: SwoopError, progressed: Bool, unreachable: Bool = false, jitter: Double) -> Decision {
         guard error.isRetryable else { return .giveUp }
         if progressed { failures = 0 }
         failures += 1
-        guard failures <= maxRetries else { return .giveUp }
+        guard failures <= (unreachable ? min(maxRetries, Self.maxUnreachableRetries) : maxRetries) else { return .giveUp }
         return .retry(after: backoff.delay(beforeRetry: failures, retryAfter: error.retryAfter, jitter: jitter), attempt: failures)
     }
 }

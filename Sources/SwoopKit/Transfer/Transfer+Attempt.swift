@@ -13,8 +13,10 @@ extension Transfer {
         try transition(.start)
         context.activeMarks.add(record.id, store: store, after: configuration.durability.activeMarkDelay)
         defer { context.activeMarks.remove(record.id) }
+        // How far any attempt got: only getting further resets the retry count.
+        var furthest = offset
         while true {
-            let writtenBefore = bytesWritten
+            let furthestBefore = furthest
             do {
                 try Task.checkCancellation()
                 if try await attempt() {
@@ -29,12 +31,14 @@ extension Transfer {
                 if swoopError.code == .cancelled || Task.isCancelled {
                     throw await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), on: .pause)
                 }
+                furthest = max(furthest, offset)
                 let decision = retries.decide(
-                    after: swoopError, progressed: bytesWritten > writtenBefore, jitter: Double.random(in: 0..<1)
+                    after: swoopError, progressed: furthest > furthestBefore, unreachable: ErrorClassifier.isUnreachable(swoopError),
+                    jitter: Double.random(in: 0..<1)
                 )
                 guard case .retry(let delay, let attempt) = decision else { throw await stop(swoopError, on: .fail) }
                 _ = try? await onDisk { try $0.saveProgress(error: swoopError) }
-                emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.duration(delay.seconds)) (\(attempt)/\(retries.maxRetries))"))
+                emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.delay(delay.seconds)) (\(attempt)/\(retries.maxRetries))"))
                 do {
                     try await Task.sleep(for: delay)
                 } catch {

@@ -42,19 +42,15 @@ extension Transfer {
             )
         )
         segmented = engine
-        let before = plan.completedBytes
         do {
             try await engine.run(connections: configuration.segments.maxConnections, first: first)
         } catch let change as SegmentRestart {
-            bytesWritten += engine.plan.completedBytes - before
             try await onDisk { try $0.restart(because: change.reason) }
             return false
         } catch {
-            bytesWritten += engine.plan.completedBytes - before
             record.segments = engine.plan.segments
             throw error
         }
-        bytesWritten += engine.plan.completedBytes - before
         offset = plan.total
         record.segments = engine.plan.segments
         segmented = nil

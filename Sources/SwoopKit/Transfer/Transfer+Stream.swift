@@ -28,7 +28,6 @@ extension Transfer {
             }
             try part.write(buffer, at: offset)
             offset += count
-            bytesWritten += count
             if offset - writebackFrom >= PartFile.writebackChunk {
                 part.startWriteback(offset: writebackFrom, length: offset - writebackFrom)
                 writebackFrom = offset

@@ -79,8 +79,6 @@ final class Transfer {
     var lastCheckpoint = ContinuousClock.now
     var lastSync = ContinuousClock.now
     var checkpointedBytes = 0
-    /// Bytes written by this transfer in all attempts (a retry's progress test).
-    var bytesWritten = 0
     /// The connections of a download split into segments, while they run.
     var segmented: SegmentedTransfer?
     /// The server refused the `bytes=0-` probe (an empty file answers 416): ask plainly.

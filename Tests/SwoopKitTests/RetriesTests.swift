@@ -1,0 +1,99 @@
+import Foundation
+import SwoopTesting
+import Testing
+
+@testable import SwoopKit
+
+/// `Retries`: only getting further resets the count; a refused connection or an unknown host gives
+/// up early; the notice says how long it waits.
+@Suite("Retries")
+struct RetriesTests {
+    static let transient = SwoopError(.timeout, "no data from http://h/f for 1s", isRetryable: true)
+
+    static func policy(maxRetries: Int) -> Configuration.Retry {
+        var policy = Configuration.Retry()
+        policy.maxRetries = maxRetries
+        return policy
+    }
+
+    @Test func attemptsThatGetNoFurtherUseUpTheRetries() {
+        var retries = Retries(policy: Self.policy(maxRetries: 3))
+        for attempt in 1...3 {
+            #expect(retries.decide(after: Self.transient, progressed: false, jitter: 0) != .giveUp, "retry \(attempt)")
+        }
+        #expect(retries.decide(after: Self.transient, progressed: false, jitter: 0) == .giveUp)
+    }
+
+    @Test func gettingFurtherStartsTheCountAgain() {
+        var retries = Retries(policy: Self.policy(maxRetries: 2))
+        _ = retries.decide(after: Self.transient, progressed: false, jitter: 0)
+        _ = retries.decide(after: Self.transient, progressed: false, jitter: 0)
+        guard case .retry(_, let attempt) = retries.decide(after: Self.transient, progressed: true, jitter: 0) else {
+            Issue.record("an attempt that got further is retried")
+            return
+        }
+        #expect(attempt == 1)
+    }
+
+    @Test func anUnreachableServerIsRetriedAtMostTwice() {
+        var retries = Retries(policy: Self.policy(maxRetries: 5))
+        #expect(retries.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) != .giveUp)
+        #expect(retries.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) != .giveUp)
+        #expect(retries.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) == .giveUp)
+        var fewer = Retries(policy: Self.policy(maxRetries: 1))
+        #expect(fewer.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) != .giveUp)
+        #expect(fewer.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) == .giveUp)
+    }
+
+    @Test func anErrorNotWorthRetryingGivesUpAtOnce() {
+        var retries = Retries(policy: Self.policy(maxRetries: 5))
+        #expect(retries.decide(after: SwoopError(.httpStatus, "HTTP 404", status: 404), progressed: true, jitter: 0) == .giveUp)
+    }
+
+    @Test(arguments: [(0.0, "0s"), (0.5, "0.5s"), (0.25, "0.3s"), (0.04, "0s"), (1.0, "1s"), (2.34, "2.3s"), (9.96, "10s"), (75, "1m15s")])
+    func delaysShowTenthsOfASecond(seconds: Double, text: String) {
+        #expect(ByteFormatting.delay(seconds) == text)
+    }
+
+    /// A server without ranges that stalls at the same point every time: each retry starts over
+    /// from 0 and gets no further, so the download fails after its retries instead of looping.
+    @Test(.timeLimit(.minutes(1)))
+    func aServerThatStallsAtTheSamePointWithoutRangesEndsAfterTheRetries() async throws {
+        var f = try await Fixture.make()
+        defer { f.stop() }
+        f.configuration.retry.maxRetries = 2
+        f.configuration.timeouts.idle = .milliseconds(300)
+        f.server.serve("/same.bin", Resource(body: Resource.random(size: 400_000, seed: 3), acceptRanges: false))
+        f.server.setDefault("/same.bin", .stallAfter(bytes: 100_000))
+        let (result, events) = await f.download(try f.request("/same.bin"))
+        guard case .failure(let error) = result else {
+            Issue.record("should fail, got \(result)")
+            return
+        }
+        #expect(error.code == .timeout)
+        #expect(f.server.requests(to: "/same.bin").count == 3)
+        #expect(events.filter { if case .notice(_, let text) = $0 { text.contains("retrying in") } else { false } }.count == 2)
+        #expect(events.last.map { if case .failed = $0 { true } else { false } } == true)
+    }
+
+    /// A refused connection is retried twice, whatever `--retries` says, and the notice gives the
+    /// real delay ("0.3s", not "0s").
+    @Test func aRefusedConnectionIsRetriedTwiceWithTheDelayInTenths() async throws {
+        var f = try await Fixture.make()
+        defer { f.stop() }
+        f.configuration.retry.maxRetries = 5
+        f.configuration.retry.baseDelay = .milliseconds(500)
+        f.configuration.retry.maxDelay = .seconds(2)
+        let refusing = try TestPort(listening: false)
+        let (result, events) = await f.download(try DownloadRequest(url: refusing.url("/r.bin"), directory: f.directory))
+        withExtendedLifetime(refusing) {}
+        guard case .failure(let error) = result else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(error.code == .network)
+        let notices = events.compactMap { if case .notice(_, let text) = $0 { text } else { nil } }
+        #expect(notices.count == 2)
+        #expect(notices.first?.range(of: #"retrying in 0\.[345]s \(1/5\)$"#, options: .regularExpression) != nil, "\(notices)")
+    }
+}
