@@ -3,9 +3,10 @@ import SwoopKit
 
 /// Shows the progress of many downloads from their events.
 ///
-/// On a terminal: a ``ProgressBoard`` (one line per active download and a summary line) redrawn
-/// in place at most once per `refreshInterval`, with notices and results printed above it.
-/// Otherwise: plain progress lines, at most one a second per download.
+/// On a terminal (stderr): a ``ProgressBoard`` (one line per active download and a summary line)
+/// redrawn in place at most once per `refreshInterval`, with notices and results printed above it.
+/// Otherwise: plain progress lines on stderr, at most one a second per download, and none for a
+/// download that is done within its first second (its result line says all).
 public final class BoardPrinter: Sendable {
     private let console: Console
     private let refreshInterval: Duration
@@ -15,7 +16,7 @@ public final class BoardPrinter: Sendable {
         var board = BoardState()
         /// Something changed since the board was last drawn.
         var dirty = false
-        /// When each download's last plain line was printed.
+        /// When each download's last plain line was printed (or, before the first, when it started).
         var lastPlainLine: [Download.ID: ContinuousClock.Instant] = [:]
     }
 
@@ -76,16 +77,22 @@ public final class BoardPrinter: Sendable {
         }
     }
 
-    /// Not a terminal: a line when a download starts, then at most one a second.
+    /// Not a terminal: the first line a second after a download starts, then at most one a second.
     private func handlePlain(_ event: DownloadEvent) {
         let now = ContinuousClock.now
         switch event {
         case .started(let download):
-            state.withLockedValue { $0.lastPlainLine[download.id] = now }
-            console.progress(ProgressBoard.plainLine(for: download), for: download.id)
+            // A restart keeps its clock: the first line is still due a second after the first start.
+            state.withLockedValue { state in
+                if state.lastPlainLine[download.id] == nil { state.lastPlainLine[download.id] = now }
+            }
         case .progress(let download):
             let due = state.withLockedValue { state in
-                if let last = state.lastPlainLine[download.id], now - last < .seconds(1) { return false }
+                guard let last = state.lastPlainLine[download.id] else {
+                    state.lastPlainLine[download.id] = now
+                    return false
+                }
+                guard now - last >= .seconds(1) else { return false }
                 state.lastPlainLine[download.id] = now
                 return true
             }

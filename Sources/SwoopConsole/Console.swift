@@ -10,11 +10,14 @@ import Glibc
 /// cleared before any other line is printed and drawn again below it, and no progress is shown
 /// for a download that has already finished.
 ///
+/// Progress goes to standard error, as curl and wget draw theirs: standard output holds only
+/// results (and, with `--json`, only JSON objects), so it can be piped as it is.
+///
 /// Use either the single live line (``progress(_:for:)``) or the board (``board(_:)``), not both.
 public final class Console: Sendable {
     /// Print only errors and warnings.
     public let quiet: Bool
-    /// Standard output is a terminal: progress is redrawn in place; otherwise it is plain lines.
+    /// Standard error is a terminal: progress is redrawn in place; otherwise it is plain lines.
     public let isTerminal: Bool
     private let state = NIOLockedValueBox(State())
 
@@ -31,7 +34,7 @@ public final class Console: Sendable {
     /// - Parameter quiet: Print only errors and warnings.
     public init(quiet: Bool) {
         self.quiet = quiet
-        self.isTerminal = isatty(STDOUT_FILENO) == 1
+        self.isTerminal = isatty(STDERR_FILENO) == 1
     }
 
     /// The terminal's width in columns (80 when unknown).
@@ -42,11 +45,11 @@ public final class Console: Sendable {
 
     private var windowSize: (width: Int, height: Int) {
         var size = winsize()
-        guard isTerminal, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 else { return (80, 24) }
+        guard isTerminal, ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0 else { return (80, 24) }
         return (size.ws_col > 0 ? Int(size.ws_col) : 80, size.ws_row > 0 ? Int(size.ws_row) : 24)
     }
 
-    /// Redraws the live progress line (terminal) or prints a progress line (otherwise).
+    /// Redraws the live progress line (terminal) or prints a progress line (otherwise), on stderr.
     ///
     /// - Parameters:
     ///   - line: The progress line; cut to the terminal's width.
@@ -56,15 +59,15 @@ public final class Console: Sendable {
         state.withLockedValue { state in
             guard !state.finished.contains(id) else { return }
             if isTerminal {
-                write("\r\u{1B}[K" + String(line.prefix(max(width - 1, 10))), to: STDOUT_FILENO)
+                write("\r\u{1B}[K" + String(line.prefix(max(width - 1, 10))), to: STDERR_FILENO)
                 state.lineOpen = true
             } else {
-                write(line + "\n", to: STDOUT_FILENO)
+                write(line + "\n", to: STDERR_FILENO)
             }
         }
     }
 
-    /// Redraws the board, a block of lines at the bottom of the terminal, in place with one write.
+    /// Redraws the board, a block of lines at the bottom of the terminal (stderr), in place with one write.
     ///
     /// Does nothing when quiet or not on a terminal.
     ///
@@ -80,7 +83,7 @@ public final class Console: Sendable {
             }
             frame += LiveRegion.frame(previousLineCount: state.region.count, lines: lines)
             guard !frame.isEmpty else { return }
-            write(frame, to: STDOUT_FILENO)
+            write(frame, to: STDERR_FILENO)
             state.region = lines
         }
     }
@@ -112,28 +115,24 @@ public final class Console: Sendable {
         guard always || !quiet else { return }
         state.withLockedValue { state in
             if state.lineOpen {
-                write("\r\u{1B}[K", to: STDOUT_FILENO)
+                write("\r\u{1B}[K", to: STDERR_FILENO)
                 state.lineOpen = false
             }
             if state.region.isEmpty {
                 write(line + "\n", to: stream)
-            } else if stream == STDOUT_FILENO {
-                write(LiveRegion.printAbove(line + "\n", lines: state.region), to: STDOUT_FILENO)
+            } else if stream == STDERR_FILENO {
+                write(LiveRegion.printAbove(line + "\n", lines: state.region), to: STDERR_FILENO)
             } else {
-                write(LiveRegion.frame(previousLineCount: state.region.count, lines: []), to: STDOUT_FILENO)
+                // A result for stdout, which may be the same terminal: the board steps aside for it.
+                write(LiveRegion.frame(previousLineCount: state.region.count, lines: []), to: STDERR_FILENO)
                 write(line + "\n", to: stream)
-                write(LiveRegion.frame(previousLineCount: 0, lines: state.region), to: STDOUT_FILENO)
+                write(LiveRegion.frame(previousLineCount: 0, lines: state.region), to: STDERR_FILENO)
             }
         }
     }
 
+    /// Writes all of `text`; a failure (a closed pipe) drops the rest of that line, nothing more.
     private func write(_ text: String, to fd: Int32) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return }
-            bytes = bytes.dropFirst(n)
-        }
+        _ = Array(text.utf8).withUnsafeBytes { WriteAll.write(fd, $0) }
     }
 }

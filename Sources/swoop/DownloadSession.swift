@@ -44,8 +44,17 @@ struct DownloadSession {
         }
         let events = manager.events()
         let display = BoardPrinter(console: console)
-        let progressEvents = manager.events()
-        let printer = Task { await display.consume(progressEvents) }
+        // With --json, standard output holds only JSON: no board, no progress lines.
+        let (json, jsonProgress) = (global.json, global.progress)
+        let progressEvents = json && !jsonProgress ? nil : manager.events()
+        let printer = Task {
+            guard let progressEvents else { return }
+            if json {
+                await JSONProgress(console: console).consume(progressEvents)
+            } else {
+                await display.consume(progressEvents)
+            }
+        }
         // The library's life cycle (reconcile, run, drain and save, shut down) in a service group
         // of its own. The signals are ours: the exit status names the one that came, and a second
         // Ctrl-C exits at once.
@@ -187,6 +196,30 @@ struct DownloadSession {
         let shown = paths.prefix(5).joined(separator: ", ")
         let more = paths.count > 5 ? " and \(paths.count - 5) more" : ""
         console.notice("part files without a download record (left in place): \(shown)\(more)")
+    }
+}
+
+/// `--json --progress`: each running download's snapshot as one JSON object on stdout, when it
+/// starts and then at most once a second.
+struct JSONProgress {
+    let console: Console
+
+    func consume(_ events: DownloadEvents) async {
+        var last: [Download.ID: ContinuousClock.Instant] = [:]
+        for await event in events {
+            switch event {
+            case .started(let download), .progress(let download):
+                let now = ContinuousClock.now
+                if let previous = last[download.id], now - previous < .seconds(1) { continue }
+                last[download.id] = now
+                guard let data = try? JSONOutput.encoder.encode(download), let line = String(data: data, encoding: .utf8) else {
+                    continue
+                }
+                console.result(line)
+            default:
+                if event.isTerminal { last[event.download.id] = nil }
+            }
+        }
     }
 }
 

@@ -12,8 +12,11 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Print only errors.")
     var quiet = false
 
-    @Flag(help: "Print results as JSON (one object per line; `ls` prints one array).")
+    @Flag(help: "Print results as JSON (one object per line; `ls` prints one array). Standard output then holds only JSON.")
     var json = false
+
+    @Flag(help: "With --json: also print each running download's state (\"state\": \"active\") at most once a second.")
+    var progress = false
 
     var stateDirectory: String {
         stateDir.map { ($0 as NSString).expandingTildeInPath } ?? SQLiteDownloadStore.defaultDirectory()

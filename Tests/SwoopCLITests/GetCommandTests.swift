@@ -163,7 +163,7 @@ struct GetCommandTests: CLISuite {
         #expect(request.header("Accept-Encoding") == "identity")
     }
 
-    @Test func plainProgressLinesAtMostOncePerSecond() async throws {
+    @Test func plainProgressLinesGoToStderrAtMostOncePerSecond() async throws {
         defer { stop() }
         _ = serve("/slow.bin", size: 3_000_000)
         server.setDefault("/slow.bin", .throttle(bytesPerSecond: 1_000_000))
@@ -171,10 +171,44 @@ struct GetCommandTests: CLISuite {
         let result = try await get([server.url("/slow.bin")])
         let seconds = (ContinuousClock.now - begin).components.seconds
         #expect(result.status == 0)
-        let progress = result.stdoutLines.dropLast()
-        #expect(progress.count >= 2)
-        #expect(progress.count <= Int(seconds) + 2)
+        // Standard output holds the result alone; progress is on stderr, as curl and wget print it.
+        #expect(result.stdoutLines == ["\(out)/slow.bin (2.86 MiB, 3000000 bytes)"])
+        let progress = result.stderrLines
+        #expect(progress.count >= 1)
+        #expect(progress.count <= Int(seconds) + 1)
         #expect(progress.allSatisfy { $0.hasPrefix("slow.bin  ") && $0.contains("%") && $0.contains(" / 2.86 MiB") })
+    }
+
+    @Test func aDownloadDoneWithinASecondPrintsOnlyItsResult() async throws {
+        defer { stop() }
+        _ = serve("/quick.bin", size: 1 << 20)
+        let result = try await get([server.url("/quick.bin")])
+        #expect(result.status == 0)
+        #expect(result.stdoutLines == ["\(out)/quick.bin (1.00 MiB, 1048576 bytes)"])
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test func jsonOutputIsJSONLinesOnlyAndProgressOnlyWhenAsked() async throws {
+        defer { stop() }
+        _ = serve("/j.bin", size: 2_000_000)
+        server.setDefault("/j.bin", .throttle(bytesPerSecond: 1_000_000))
+        let plain = try await get(["--json", server.url("/j.bin")])
+        #expect(plain.status == 0)
+        #expect(plain.stderr.isEmpty)
+        let results = plain.stdoutLines.map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(results.count == 1)
+        #expect(results.first??["state"] as? String == "completed")
+
+        try FileManager.default.removeItem(atPath: out + "/j.bin")
+        let withProgress = try await get(["--json", "--progress", "--overwrite", server.url("/j.bin")])
+        #expect(withProgress.status == 0)
+        let objects = withProgress.stdoutLines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        // Every line is a JSON object: the running states, then the result.
+        #expect(objects.count == withProgress.stdoutLines.count)
+        #expect(objects.count >= 2)
+        #expect(objects.dropLast().allSatisfy { $0["state"] as? String == "active" })
+        #expect(objects.last?["state"] as? String == "completed")
+        #expect(withProgress.stderr.isEmpty)
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
@@ -216,6 +250,8 @@ struct GetCommandTests: CLISuite {
         defer { stop() }
         let body = serve("/big.bin", size: 4_000_000)
         server.enqueue("/big.bin", .stallAfter(bytes: 2_500_000))
+        // The rerun takes over a second, so that it prints a progress line.
+        server.setDefault("/big.bin", .throttle(bytesPerSecond: 1_000_000))
         let running = try start([server.url("/big.bin")])
         #expect(await eventually { server.bodyBytesSent(to: "/big.bin") >= 2_500_000 })
         #expect(await eventually { fileSize(out + "/big.bin.swoop") == 2_500_000 })
@@ -229,8 +265,10 @@ struct GetCommandTests: CLISuite {
         #expect(resumed.status == 0)
         #expect(digest(out + "/big.bin") == digest(body))
         #expect(server.requests(to: "/big.bin").last?.header("Range") == "bytes=2500000-")
-        // The first progress line of the second run starts at the saved percentage.
-        #expect(resumed.stdoutLines.first?.hasPrefix("big.bin  62.5%") == true)
+        // The second run's progress starts from the saved bytes (62.5%), not from 0.
+        let first = resumed.stderrLines.first { $0.hasPrefix("big.bin  ") }
+        let percent = first.flatMap { Double($0.dropFirst("big.bin  ".count).prefix { $0 != "%" }) }
+        #expect((percent ?? 0) > 62.5, "\(resumed.stderr)")
     }
 
     @Test func secondProcessOnTheSameDownloadIsRefused() async throws {
