@@ -44,11 +44,7 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     /// Opens `swoop.sqlite` in `directory`, creating the directory.
     public convenience init(directory: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw SwoopError(.store, "cannot create the state directory \(directory): \(error.localizedDescription)", cause: error)
-        }
+        try FileSystem.createDirectories(directory, what: "state directory")
         try self.init(path: (directory as NSString).appendingPathComponent("swoop.sqlite"))
     }
 

@@ -73,7 +73,6 @@ struct DownloadSession {
         do {
             let report = try await service.reconciled()
             reportPublished(report.published.count)
-            reportOrphans(report.orphanedPartFiles)
             let ids = try await start(work, manager: manager)
             // Resumed downloads get no `added` event: the board counts them waiting until they start.
             display.expect(ids)
@@ -189,13 +188,6 @@ struct DownloadSession {
         guard count > 0 else { return }
         let downloads = count == 1 ? "1 completed download" : "\(count) completed downloads"
         console.notice("renamed \(downloads) that an earlier run stopped before renaming")
-    }
-
-    private func reportOrphans(_ paths: [String]) {
-        guard !paths.isEmpty else { return }
-        let shown = paths.prefix(5).joined(separator: ", ")
-        let more = paths.count > 5 ? " and \(paths.count - 5) more" : ""
-        console.notice("part files without a download record (left in place): \(shown)\(more)")
     }
 }
 

@@ -14,6 +14,9 @@ struct ListCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Only downloads in these states (comma-separated).", valueName: "states"))
     var state: String?
 
+    @Flag(help: "List the part files (*.swoop) in the download directories that no download owns instead.")
+    var orphans = false
+
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -22,6 +25,15 @@ struct ListCommand: AsyncParsableCommand {
             let states = try state.map(Self.parseStates)
             let store = try global.openStore()
             defer { try? store.close() }
+            if orphans {
+                let paths = DownloadManager.orphanedPartFiles(try store.all())
+                if global.json {
+                    console.result(String(decoding: try JSONOutput.encoder.encode(paths), as: UTF8.self))
+                } else if !paths.isEmpty {
+                    console.result(paths.joined(separator: "\n"))
+                }
+                return
+            }
             let downloads = try store.all().map { record in
                 record.snapshot(bytesPerSecond: record.state == .active ? record.bytesPerSecond : 0)
             }.filter { states?.contains($0.state) ?? true }

@@ -30,11 +30,7 @@ struct GlobalOptions: ParsableArguments {
     /// The directory of the per-download lock files, created on demand.
     func lockDirectory() throws -> String {
         let locks = (stateDirectory as NSString).appendingPathComponent("locks")
-        do {
-            try FileManager.default.createDirectory(atPath: locks, withIntermediateDirectories: true)
-        } catch {
-            throw SwoopError(.fileSystem, "cannot create \(locks): \(error.localizedDescription)")
-        }
+        try FileSystem.createDirectories(locks, what: "lock directory")
         return locks
     }
 }

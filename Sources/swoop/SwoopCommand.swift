@@ -27,7 +27,11 @@ struct SwoopCommand: AsyncParsableCommand {
             }
         } catch {
             if exitCode(for: error) == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").data(using: .utf8) ?? Data()))
+                // One error style: `swoop: error: …`, then ArgumentParser's usage and help hint.
+                let usage = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
+                    .drop { !$0.hasPrefix("Usage:") }
+                let text = (["swoop: error: " + message(for: error)] + usage.map(String.init)).joined(separator: "\n")
+                FileHandle.standardError.write(Data((text.trimmingCharacters(in: .newlines) + "\n").utf8))
                 exit(withError: ExitCode(ExitStatus.usage))
             }
             exit(withError: error)

@@ -96,6 +96,9 @@ struct GetCommandTests: CLISuite {
         let result = try await get(arguments)
         #expect(result.status == 2)
         #expect(result.stderr.contains(message), "\(result.stderr)")
+        // One error style, the argument parser's errors included; its usage line follows.
+        #expect(result.stderrLines.first?.hasPrefix("swoop: error: ") == true, "\(result.stderr)")
+        #expect(!result.stderr.contains("Error: "))
         #expect(result.stdout.isEmpty)
         #expect(files().isEmpty)
     }
@@ -109,6 +112,32 @@ struct GetCommandTests: CLISuite {
         #expect(result.stderrLines == ["swoop: error: \(out)/taken.bin already exists (use --overwrite to replace it)"])
         #expect(try String(contentsOfFile: out + "/taken.bin", encoding: .utf8) == "mine")
         #expect(files() == ["taken.bin"])
+    }
+
+    @Test func aStateDirectoryThatCannotBeMadeIsOneLineNamingIt() async throws {
+        defer { stop() }
+        try Data().write(to: URL(fileURLWithPath: root + "/plain-file"))
+        let bad = root + "/plain-file/state"
+        let result = try await SwoopBinary.run(["get", "--state-dir", bad, "-d", out, server.url("/x.bin")], in: root)
+        #expect(result.status == 3)
+        #expect(result.stderrLines == ["swoop: error: cannot use state directory \(bad): \(root)/plain-file is not a directory"])
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test func orphanedPartFilesAreListedByLsNotAnnouncedByEveryGet() async throws {
+        defer { stop() }
+        _ = serve("/first.bin", size: 1_000)
+        _ = serve("/second.bin", size: 1_000)
+        #expect(try await get([server.url("/first.bin")]).status == 0)
+        try Data(count: 10).write(to: URL(fileURLWithPath: out + "/left.bin.swoop"))
+        let second = try await get([server.url("/second.bin")])
+        #expect(second.status == 0)
+        #expect(second.stderr.isEmpty, "\(second.stderr)")
+        let listed = try await swoop("ls", ["--orphans"])
+        #expect(listed.status == 0)
+        #expect(listed.stdoutLines == [out + "/left.bin.swoop"])
+        let json = try await swoop("ls", ["--orphans", "--json"])
+        #expect(json.stdoutLines == ["[\"\(out)/left.bin.swoop\"]"])
     }
 
     @Test func notFoundIsExitFiveWithTheStatus() async throws {

@@ -68,6 +68,28 @@ package enum FileSystem {
         }
     }
 
+    /// Creates `path` and any missing parents (`mkdir -p`, mode 0700 for the ones it makes), or
+    /// finds it there as a directory.
+    ///
+    /// - Parameter what: What the directory is for, for the message ("state directory").
+    /// - Throws: ``SwoopError/Code/fileSystem`` naming the path and the system's reason.
+    package static func createDirectories(_ path: String, what: String) throws {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var current = ""
+        for component in absolute.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o700) == 0 { continue }
+            let code = errno
+            var info = stat()
+            guard code == EEXIST, stat(current, &info) == 0 else {
+                throw SwoopError.fileSystem("use \(what)", path: path, errno: code)
+            }
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw SwoopError(.fileSystem, "cannot use \(what) \(path): \(current) is not a directory")
+            }
+        }
+    }
+
     /// Makes the names created or renamed in the directory `path` durable. Returns whether the
     /// `fsync` succeeded.
     @discardableResult

@@ -73,8 +73,12 @@ extension DownloadManager {
         return forget.count
     }
 
-    /// `*.swoop` files in the directories the store knows that no unfinished record owns.
-    static func orphanedPartFiles(_ records: [DownloadRecord]) -> [String] {
+    /// `*.swoop` files in the directories the store knows that no unfinished record owns (left by a
+    /// download whose record was removed, or by a power loss before its first checkpoint).
+    ///
+    /// - Parameter records: Every record of the store.
+    /// - Returns: Their paths, sorted by directory and name.
+    public static func orphanedPartFiles(_ records: [DownloadRecord]) -> [String] {
         let owned = Set(records.filter { $0.state != .completed && $0.state != .removed }.compactMap(\.partPath))
         var orphans: [String] = []
         for directory in Set(records.map(\.directory)).sorted() {
