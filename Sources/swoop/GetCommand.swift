@@ -19,11 +19,20 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp("Read URLs from this file (- for stdin).", valueName: "file"))
     var inputFile: String?
 
-    @Option(name: .shortAndLong, help: "Write to this file (one URL only).")
+    @Option(name: [.customShort("o"), .customShort("O"), .customLong("output")], help: "Write to this file (one URL only; -O as in wget).")
     var output: String?
 
-    @Option(name: [.customShort("d"), .customLong("dir")], help: "Directory to download into.")
+    @Option(
+        name: [.customShort("d"), .customShort("P"), .customLong("dir")],
+        help: "Directory to download into, made when missing (-P as in wget)."
+    )
     var directory: String = "."
+
+    @Flag(name: [.customShort("c"), .customLong("continue")], help: "Accepted as wget and curl take it: Swoop always continues.")
+    var continueDownloads = false
+
+    @Flag(name: [.customShort("L"), .customLong("location")], help: "Accepted as curl takes it: redirects are always followed.")
+    var followRedirects = false
 
     @Flag(help: "Replace an existing file of the same name.")
     var overwrite = false
@@ -50,25 +59,33 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         let console = Console(quiet: global.quiet)
         let requests: [DownloadRequest]
+        let badLines: [SwoopError]
         do {
-            requests = try makeRequests()
+            (requests, badLines) = try makeRequests(console: console)
+            try FileSystem.createDirectories(DownloadRequest.absolute(directory), what: "directory", mode: 0o777)
         } catch let error as SwoopError {
             throw error.exit(on: console)
         }
+        // A bad line of a list is reported and skipped; the rest download, and the exit status says so.
+        for error in badLines { console.error(error.userMessage) }
+        if requests.isEmpty, let first = badLines.first { throw ExitCode(ExitStatus.code(for: first)) }
         if transfer.insecure {
             console.warning("TLS certificate verification is OFF (--insecure): anyone on the path can read and change this download")
         }
         try await DownloadSession(global: global, transfer: transfer, console: console).run(.add(requests))
+        if let first = badLines.first { throw ExitCode(ExitStatus.code(for: first)) }
     }
 
-    private func makeRequests() throws -> [DownloadRequest] {
+    /// The requests, and the errors of the list's lines that could not be made into one.
+    private func makeRequests(console: Console) throws -> ([DownloadRequest], [SwoopError]) {
         let checksum = try checksum.map { try Checksum(parsing: $0) }
         let headers = try transfer.parsedHeaders()
         var entries = urls.map { URLList.Entry(url: $0, fileName: nil, line: 0) }
         if let inputFile { entries += try Self.readList(inputFile) }
         // Resolved once (the current directory and its symlinks), not once per URL of a long list.
         let base = DownloadRequest.absolute(self.directory)
-        return try entries.map { entry in
+        var badLines: [SwoopError] = []
+        let requests: [DownloadRequest] = try entries.compactMap { entry in
             var directory = base
             var fileName = entry.fileName
             if let output {
@@ -78,10 +95,12 @@ struct GetCommand: AsyncParsableCommand {
                 fileName = (path as NSString).lastPathComponent
             }
             var request: DownloadRequest
+            let url = Self.withScheme(entry.url, console: console)
             do {
-                request = try DownloadRequest(url: entry.url, directory: directory, fileName: fileName)
+                request = try DownloadRequest(url: url, directory: directory, fileName: fileName)
             } catch let error as SwoopError where entry.line > 0 {
-                throw SwoopError(error.code, "\(inputFile ?? "-"):\(entry.line): \(error.message)")
+                badLines.append(SwoopError(error.code, "\(inputFile ?? "-"):\(entry.line): \(error.message)"))
+                return nil
             }
             request.checksum = checksum
             request.headers = headers
@@ -89,6 +108,20 @@ struct GetCommand: AsyncParsableCommand {
             request.collisionPolicy = overwrite ? .overwrite : (noClobber ? .fail : .rename)
             return request
         }
+        return (requests, badLines)
+    }
+
+    /// A URL written without a scheme (`example.com/a.iso`) is taken as http, as curl, wget and
+    /// aria2 take it, with a notice.
+    static func withScheme(_ text: String, console: Console) -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        // Only what starts like a host name or address ("example.com/a", "127.0.0.1:8080/x", "[::1]/x").
+        guard let first = trimmed.unicodeScalars.first, !trimmed.contains("://"),
+            CharacterSet.alphanumerics.contains(first) || first == "["
+        else { return text }
+        let url = "http://" + trimmed
+        console.notice("no scheme in \(trimmed): using \(url)")
+        return url
     }
 
     private static func readList(_ path: String) throws -> [URLList.Entry] {
@@ -96,8 +129,13 @@ struct GetCommand: AsyncParsableCommand {
         if path == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
         } else {
-            guard let contents = FileManager.default.contents(atPath: (path as NSString).expandingTildeInPath) else {
-                throw SwoopError(.fileSystem, "cannot read input file \(path)")
+            let expanded = (path as NSString).expandingTildeInPath
+            guard let contents = FileManager.default.contents(atPath: expanded) else {
+                // Foundation does not say why: ask the system.
+                let fd = open(expanded, O_RDONLY | O_CLOEXEC)
+                let reason = fd < 0 ? String(cString: strerror(errno)) : "not a readable file"
+                if fd >= 0 { close(fd) }
+                throw SwoopError(.fileSystem, "cannot read input file \(path): \(reason)")
             }
             data = contents
         }

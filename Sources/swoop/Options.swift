@@ -43,7 +43,10 @@ struct TransferOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Most downloads from one host at once (default: no limit).", valueName: "n"))
     var maxPerHost: Int?
 
-    @Option(name: [.customShort("x"), .customLong("connections")], help: "Connections per file (default 1); a file splits only if the server supports ranges.")
+    @Option(
+        name: [.customShort("x"), .customShort("s"), .customLong("connections")],
+        help: "Connections per file (default 1; -s as in aria2); a file splits only if the server supports ranges."
+    )
     var connections: Int = 1
 
     @Option(help: ArgumentHelp("Smallest segment when a file is split (default 8M; K, M, G suffixes).", valueName: "size"))

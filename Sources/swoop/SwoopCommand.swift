@@ -13,11 +13,17 @@ struct SwoopCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             GetCommand.self, ResumeCommand.self, ListCommand.self, PauseCommand.self, RemoveCommand.self, FetchCommand.self,
-        ]
+        ],
+        // `swoop URL` is `swoop get URL`.
+        defaultSubcommand: GetCommand.self
     )
 
     /// Runs the command; usage errors exit with 2 (as documented), not ArgumentParser's 64.
     static func main() async {
+        if let mistyped = CommandLine.arguments.dropFirst().first, let guess = Self.guess(mistyped) {
+            FileHandle.standardError.write(Data("swoop: error: unknown command '\(mistyped)'; did you mean '\(guess)'?\n".utf8))
+            exit(withError: ExitCode(ExitStatus.usage))
+        }
         do {
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {
@@ -36,5 +42,32 @@ struct SwoopCommand: AsyncParsableCommand {
             }
             exit(withError: error)
         }
+    }
+
+    /// The subcommand a first argument was probably meant to be: a word (no scheme, dot, slash or
+    /// colon, so not a URL or a host) that is not a subcommand but one or two letters away from one.
+    static func guess(_ word: String) -> String? {
+        let names = configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
+        guard !word.hasPrefix("-"), !names.contains(word), !word.contains(where: { ".:/".contains($0) }) else { return nil }
+        return names.first { $0 != "help" && distance(word, $0) <= 2 }
+    }
+
+    /// The edit distance (insertions, deletions, substitutions, transpositions of neighbours).
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
+        var rows = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { rows[i][0] = i }
+        for j in 0...b.count { rows[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
+                }
+            }
+        }
+        return rows[a.count][b.count]
     }
 }

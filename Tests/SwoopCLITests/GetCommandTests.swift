@@ -161,13 +161,40 @@ struct GetCommandTests: CLISuite {
         #expect(files().isEmpty)
     }
 
-    @Test func missingDirectoryIsExitThreeNamingIt() async throws {
+    @Test func aMissingDirectoryIsMadeAndOneUnderAFileIsExitThreeNamingIt() async throws {
         defer { stop() }
-        _ = serve("/a.bin", size: 10)
-        let result = try await SwoopBinary.run(["get", "--state-dir", state, "-d", out + "/missing", server.url("/a.bin")], in: root)
-        #expect(result.status == 3)
-        #expect(result.stderrLines == ["swoop: error: cannot use directory \(out)/missing: No such file or directory"])
-        #expect(server.requests.isEmpty)
+        let body = serve("/a.bin", size: 10)
+        let made = try await SwoopBinary.run(["get", "--state-dir", state, "-d", out + "/missing/deeper", server.url("/a.bin")], in: root)
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(digest(out + "/missing/deeper/a.bin") == digest(body))
+
+        try Data().write(to: URL(fileURLWithPath: out + "/file"))
+        let refused = try await SwoopBinary.run(["get", "--state-dir", state, "-d", out + "/file/sub", server.url("/a.bin")], in: root)
+        #expect(refused.status == 3)
+        #expect(refused.stderrLines == ["swoop: error: cannot use directory \(out)/file/sub: \(out)/file is not a directory"])
+        #expect(server.requests.count == 1)
+    }
+
+    @Test func habitsOfCurlWgetAndAria2Users() async throws {
+        defer { stop() }
+        let body = serve("/h.bin", size: 5_000)
+        // `swoop URL` is `swoop get URL`.
+        let plain = try await SwoopBinary.run(["--state-dir", state, "-d", out, server.url("/h.bin")], in: root)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(plain.stdoutLines == ["\(out)/h.bin (4.88 KiB, 5000 bytes)"])
+        // wget's -O and -P, curl's -c and -L, aria2's -s; a URL without a scheme is http.
+        let bare = String(server.url("/h.bin").dropFirst("http://".count))
+        let aliases = try await SwoopBinary.run(
+            ["get", "--state-dir", state, "-P", out + "/p", "-O", "named.bin", "-c", "-L", "-s", "2", bare], in: root
+        )
+        #expect(aliases.status == 0, "\(aliases.stderr)")
+        #expect(aliases.stderrLines == ["swoop: no scheme in \(bare): using http://\(bare)"])
+        #expect(digest(out + "/p/named.bin") == digest(body))
+        // A mistyped subcommand is named, not fetched as a host.
+        let typo = try await SwoopBinary.run(["gte", server.url("/h.bin")], in: root)
+        #expect(typo.status == 2)
+        #expect(typo.stderrLines == ["swoop: error: unknown command 'gte'; did you mean 'get'?"])
+        #expect(server.requests(to: "/h.bin").count == 2)
     }
 
     @Test func checksumMismatchIsExitSix() async throws {

@@ -68,17 +68,18 @@ package enum FileSystem {
         }
     }
 
-    /// Creates `path` and any missing parents (`mkdir -p`, mode 0700 for the ones it makes), or
-    /// finds it there as a directory.
+    /// Creates `path` and any missing parents (`mkdir -p`), or finds it there as a directory.
     ///
-    /// - Parameter what: What the directory is for, for the message ("state directory").
+    /// - Parameters:
+    ///   - what: What the directory is for, for the message ("state directory").
+    ///   - mode: The mode of the directories it makes (less the umask): private by default.
     /// - Throws: ``SwoopError/Code/fileSystem`` naming the path and the system's reason.
-    package static func createDirectories(_ path: String, what: String) throws {
+    package static func createDirectories(_ path: String, what: String, mode: mode_t = 0o700) throws {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         var current = ""
         for component in absolute.split(separator: "/") {
             current += "/" + component
-            if mkdir(current, 0o700) == 0 { continue }
+            if mkdir(current, mode) == 0 { continue }
             let code = errno
             var info = stat()
             guard code == EEXIST, stat(current, &info) == 0 else {
