@@ -175,6 +175,15 @@ struct GetCommandTests: CLISuite {
         #expect(server.requests.count == 1)
     }
 
+    @Test(arguments: [("bash", "-F _swoop swoop"), ("zsh", "#compdef swoop"), ("fish", "complete -c 'swoop'")])
+    func shellCompletionsNameTheSubcommandsAndOptions(shell: String, marker: String) async throws {
+        defer { stop() }
+        let result = try await SwoopBinary.run(["--generate-completion-script", shell], in: root)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains(marker))
+        #expect(["get", "resume", "limit-rate", "no-clobber"].allSatisfy { result.stdout.contains($0) })
+    }
+
     @Test func habitsOfCurlWgetAndAria2Users() async throws {
         defer { stop() }
         let body = serve("/h.bin", size: 5_000)
