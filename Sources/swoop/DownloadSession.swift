@@ -21,8 +21,8 @@ struct DownloadSession {
     enum Work {
         /// Queue these requests (re-adding known ones continues them).
         case add([DownloadRequest])
-        /// Resume these ids, or every unfinished download when `nil`.
-        case resume([String]?)
+        /// Resume these ids, or every unfinished download in `states` when `nil`.
+        case resume([String]?, states: Set<Download.State>)
     }
 
     private struct Failure {
@@ -77,7 +77,7 @@ struct DownloadSession {
             // Resumed downloads get no `added` event: the board counts them waiting until they start.
             display.expect(ids)
             if ids.isEmpty {
-                console.notice("nothing to resume")
+                console.notice("nothing to resume" + (try await failedLeftOut(work, manager: manager)))
             } else {
                 status = await follow(events, pending: Set(ids), interrupted: { interruption.received != nil })
             }
@@ -107,10 +107,10 @@ struct DownloadSession {
         case .add(let requests):
             var seen = Set<Download.ID>()
             return try await manager.add(contentsOf: requests).filter { seen.insert($0).inserted }
-        case .resume(nil):
+        case .resume(nil, let states):
             // -H given to resume replaces the stored headers of the same name (a fresh token).
-            return try await manager.resumeAll(replacingHeaders: try transfer.parsedHeaders())
-        case .resume(let prefixes?):
+            return try await manager.resumeAll(replacingHeaders: try transfer.parsedHeaders(), states: states)
+        case .resume(let prefixes?, _):
             let headers = try transfer.parsedHeaders()
             let records = try await manager.downloads()
             var ids: [Download.ID] = []
@@ -121,6 +121,14 @@ struct DownloadSession {
             }
             return ids
         }
+    }
+
+    /// For a bare resume that left failed downloads out: how many, and how to retry them.
+    private func failedLeftOut(_ work: Work, manager: DownloadManager) async throws -> String {
+        guard case .resume(nil, let states) = work, !states.contains(.failed) else { return "" }
+        let count = try await manager.downloads(matching: [.failed]).count
+        guard count > 0 else { return "" }
+        return "; \(count) failed (`swoop resume --failed` retries \(count == 1 ? "it" : "them"))"
     }
 
     /// Prints each download's result as it ends; returns the exit status once all have ended (or

@@ -17,6 +17,12 @@ struct ListCommand: AsyncParsableCommand {
     @Flag(help: "List the part files (*.swoop) in the download directories that no download owns instead.")
     var orphans = false
 
+    @Flag(help: "Show errors in full instead of cut to the column.")
+    var long = false
+
+    @Argument(help: "Download ids (or unique prefixes): show these in full, one field a line.")
+    var ids: [String] = []
+
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -34,16 +40,24 @@ struct ListCommand: AsyncParsableCommand {
                 }
                 return
             }
-            let downloads = try store.all().map { record in
+            var downloads = try store.all().map { record in
                 record.snapshot(bytesPerSecond: record.state == .active ? record.bytesPerSecond : 0)
             }.filter { states?.contains($0.state) ?? true }
+            if !ids.isEmpty {
+                let chosen = try ids.map { try DownloadLookup.resolve($0, in: downloads) }
+                downloads = chosen.compactMap { id in downloads.first { $0.id == id } }
+                if !global.json {
+                    console.result(downloads.map(DownloadTable.details).joined(separator: "\n\n"))
+                    return
+                }
+            }
             if global.json {
                 let data = try JSONOutput.encoder.encode(downloads)
                 console.result(String(decoding: data, as: UTF8.self))
             } else if downloads.isEmpty {
                 console.result("no downloads")
             } else {
-                console.result(DownloadTable.render(downloads).joined(separator: "\n"))
+                console.result(DownloadTable.render(downloads, fullErrors: long).joined(separator: "\n"))
             }
         } catch let error as SwoopError {
             throw error.exit(on: console)
@@ -63,7 +77,25 @@ struct ListCommand: AsyncParsableCommand {
 
 /// The table `swoop ls` prints.
 enum DownloadTable {
-    static func render(_ downloads: [Download]) -> [String] {
+    /// One download in full, one field a line (`swoop ls ID`).
+    static func details(_ download: Download) -> String {
+        let size = download.totalBytes.map { "\(ByteFormatting.format($0)) (\($0) bytes)" } ?? "unknown"
+        let done = download.fractionCompleted.map { String(format: "%.1f%%", $0 * 100) + ", " } ?? ""
+        var lines = [
+            "id:     \(download.id.rawValue)",
+            "url:    \(download.url)",
+            "state:  \(download.state.rawValue)",
+            "path:   \(download.destination ?? "(not named yet)")",
+            "size:   \(size)",
+            "done:   \(done)\(download.completedBytes) bytes",
+        ]
+        if download.state == .active { lines.append("speed:  \(ByteFormatting.rate(download.bytesPerSecond))") }
+        if let error = download.error { lines.append("error:  \(error)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// - Parameter fullErrors: Errors in full (`--long`) rather than cut to 40 columns.
+    static func render(_ downloads: [Download], fullErrors: Bool = false) -> [String] {
         let header = ["ID", "STATE", "DONE", "SIZE", "SPEED/ERROR", "PATH"]
         let rows = downloads.map { download -> [String] in
             let done = download.fractionCompleted.map { String(format: "%.1f%%", $0 * 100) } ?? ByteFormatting.format(download.completedBytes)
@@ -83,7 +115,8 @@ enum DownloadTable {
         for row in rows {
             for (i, cell) in row.enumerated() where i < 4 { widths[i] = max(widths[i], cell.count) }
         }
-        widths[4] = min(max(widths[4], rows.map { $0[4].count }.max() ?? 0), 40)
+        widths[4] = max(widths[4], rows.map { $0[4].count }.max() ?? 0)
+        if !fullErrors { widths[4] = min(widths[4], 40) }
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { i, cell in
                 guard i < 5 else { return cell }
@@ -180,14 +213,39 @@ struct RemoveCommand: AsyncParsableCommand {
     )
 
     @Argument(help: "Download ids (or unique prefixes, see `swoop ls`).")
-    var ids: [String]
+    var ids: [String] = []
+
+    @Flag(help: "Forget every failed download (aria2's purgeDownloadResult for failures).")
+    var failed = false
+
+    @Flag(help: "Forget every completed download (their files stay).")
+    var completed = false
 
     @Flag(help: "Also delete the part file, or the finished file if it is unchanged.")
     var deleteFile = false
 
     @OptionGroup var global: GlobalOptions
 
+    func validate() throws {
+        if ids.isEmpty && !failed && !completed { throw ValidationError("give download ids, or --failed / --completed") }
+    }
+
     func run() async throws {
+        var ids = self.ids
+        if failed || completed {
+            let states: Set<Download.State> = Set((failed ? [.failed] : []) + (completed ? [.completed] : []))
+            do {
+                let store = try global.openStore()
+                defer { try? store.close() }
+                ids += try store.all().filter { states.contains($0.state) }.map(\.id.rawValue)
+            } catch let error as SwoopError {
+                throw error.exit(on: Console(quiet: global.quiet))
+            }
+            if ids.isEmpty {
+                Console(quiet: global.quiet).notice("nothing to remove")
+                return
+            }
+        }
         try await forEachDownload(ids, global: global, verb: "removed") { [deleteFile] manager, download in
             try await manager.remove(download.id, deletingFile: deleteFile)
             var removed = download
@@ -204,17 +262,30 @@ struct ResumeCommand: AsyncParsableCommand {
         abstract: "Continue unfinished downloads (all of them, in their saved order, or the ones named)."
     )
 
-    @Argument(help: "Download ids (or unique prefixes); none means every unfinished download.")
+    @Argument(help: "Download ids (or unique prefixes); none means every waiting, paused or interrupted download.")
     var ids: [String] = []
+
+    @Flag(help: "Without ids: retry the failed downloads too.")
+    var failed = false
+
+    @Flag(help: "Without ids: every unfinished download, failed ones included (as --failed).")
+    var all = false
 
     @OptionGroup var transfer: TransferOptions
     @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if !ids.isEmpty && (failed || all) { throw ValidationError("--failed and --all are for a resume without ids") }
+    }
 
     func run() async throws {
         let console = Console(quiet: global.quiet)
         if transfer.insecure {
             console.warning("TLS certificate verification is OFF (--insecure): anyone on the path can read and change this download")
         }
-        try await DownloadSession(global: global, transfer: transfer, console: console).run(.resume(ids.isEmpty ? nil : ids))
+        // Failed downloads do not come back on every bare resume: they are retried when asked.
+        var states: Set<Download.State> = [.waiting, .paused, .active]
+        if failed || all { states.insert(.failed) }
+        try await DownloadSession(global: global, transfer: transfer, console: console).run(.resume(ids.isEmpty ? nil : ids, states: states))
     }
 }

@@ -329,4 +329,40 @@ struct ManyDownloadsTests: CLISuite {
         let server = self.server
         Task { try? await server.shutdown() }
     }
+
+    @Test func failedDownloadsComeBackOnlyWhenAskedAndCanBeListedAndCleared() async throws {
+        defer { stop() }
+        let bodies = serveMany(1, size: 2_000, on: server)
+        let missing = server.url("/missing.bin")
+        let first = try await swoop("get", [server.url("/f000.bin"), missing, "--retries", "0"] + transferOptions())
+        #expect(first.status == 5)
+
+        // A bare resume leaves the failed download alone and says how to retry it.
+        let bare = try await swoop("resume", [])
+        #expect(bare.status == 0)
+        #expect(bare.stderrLines == ["swoop: nothing to resume; 1 failed (`swoop resume --failed` retries it)"])
+        #expect(server.requests(to: "/missing.bin").count == 1)
+
+        // `ls ID` shows the error in full.
+        let failedID = try #require(try await list().first { $0["state"] as? String == "failed" }?["id"] as? String)
+        let details = try await swoop("ls", [String(failedID.prefix(8))])
+        #expect(details.status == 0)
+        #expect(details.stdoutLines.contains("error:  HTTP 404 Not Found from \(missing)"))
+        #expect(details.stdoutLines.first == "id:     \(failedID)")
+
+        let retried = try await swoop("resume", ["--failed", "--retries", "0"])
+        #expect(retried.status == 5)
+        #expect(server.requests(to: "/missing.bin").count == 2)
+
+        // rm --failed and --completed clear the lists; the finished file stays.
+        let purged = try await swoop("rm", ["--failed"])
+        #expect(purged.status == 0)
+        #expect(purged.stdoutLines == ["removed \(failedID.prefix(8)) \(missing)"])
+        let cleared = try await swoop("rm", ["--completed"])
+        #expect(cleared.status == 0)
+        #expect(try await list().isEmpty)
+        #expect(sha256Hex(file: out + "/f000.bin") == sha256Hex(bodies["f000.bin"]!))
+        let nothing = try await swoop("rm", ["--failed"])
+        #expect(nothing.status == 0 && nothing.stderrLines == ["swoop: nothing to remove"])
+    }
 }

@@ -56,14 +56,20 @@ extension DownloadManager {
     /// Resumes every unfinished download in the store (paused, failed, waiting, or left active by a
     /// process that died), in queue order.
     ///
-    /// - Returns: The ids queued.
-    /// - Parameter headers: Request headers to store with each (replacing stored ones of the same
-    ///   name), such as a fresh `Authorization`.
+    /// - Parameters:
+    ///   - headers: Request headers to store with each (replacing stored ones of the same name),
+    ///     such as a fresh `Authorization`.
+    ///   - states: Which unfinished states to resume (all of them by default; `swoop resume` leaves
+    ///     failed ones out unless asked).
     /// - Returns: The ids queued.
     @discardableResult
-    public func resumeAll(replacingHeaders headers: [(name: String, value: String)] = []) throws -> [Download.ID] {
+    public func resumeAll(
+        replacingHeaders headers: [(name: String, value: String)] = [],
+        states: Set<Download.State> = [.waiting, .paused, .failed, .active]
+    ) throws -> [Download.ID] {
         var resumed: [DownloadRecord] = []
-        for var record in try store.all() where !queue.contains(record.id) && !runs.contains(record.id) {
+        for var record in try store.all()
+        where !queue.contains(record.id) && !runs.contains(record.id) && states.contains(record.state) {
             switch record.state {
             case .waiting, .paused, .failed:
                 if record.state != .waiting { record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get() }
