@@ -111,7 +111,9 @@ public struct ProgressBoard: Sendable, Hashable {
 
     /// The summary line, fitting ``limit``: `[done 12 · active 4 · waiting 184 · failed 1]  38.2 MiB/s  ETA 1m12s`.
     ///
-    /// Narrower: the counts become `[d12 a4 w184 f1]`, then the ETA and the speed are dropped.
+    /// Narrower: the ETA and then the speed are dropped, keeping the words; only when the words
+    /// alone do not fit do the counts become `[d12 a4 w184 f1]` (with the speed and ETA again when
+    /// they fit beside that).
     /// The ETA is shown only when some bytes remain and their number is known (`--` at zero speed).
     public func summaryLine(_ summary: BoardSummary) -> String {
         let s = summary
@@ -121,7 +123,7 @@ public struct ProgressBoard: Sendable, Hashable {
         let remaining = s.remainingBytes.flatMap { $0 > 0 ? $0 : nil }
         let eta = remaining.map { "ETA " + Self.eta(remaining: $0, bytesPerSecond: s.bytesPerSecond) }
         let tail = [speed] + (eta.map { [$0] } ?? [])
-        let variants: [[String]] = [[long] + tail, [short] + tail, [short, speed], [short]]
+        let variants: [[String]] = [[long] + tail, [long, speed], [long], [short] + tail, [short, speed], [short]]
         for variant in variants {
             let line = variant.joined(separator: "  ")
             if DisplayWidth.of(line) <= limit { return line }

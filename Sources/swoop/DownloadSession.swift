@@ -138,14 +138,20 @@ struct DownloadSession {
         let total = pending.count
         var done = 0
         var failures: [Failure] = []
+        // When each download first started in this run, and from how many bytes: its result line
+        // gives the time it took and the average speed.
+        var starts: [Download.ID: (at: ContinuousClock.Instant, bytes: Int)] = [:]
         for await event in events {
+            if case .started(let download) = event, starts[download.id] == nil {
+                starts[download.id] = (.now, download.completedBytes)
+            }
             guard event.isTerminal, pending.remove(event.download.id) != nil else { continue }
             let download = event.download
             console.finish(download.id)
             switch event {
             case .completed:
                 done += 1
-                report(download, "")
+                report(download, "", timing: starts[download.id].map { Self.timing(of: download, since: $0) } ?? "")
             case .alreadyComplete:
                 done += 1
                 report(download, " is already complete")
@@ -180,11 +186,21 @@ struct DownloadSession {
         return failures.first.map { ExitStatus.code(for: $0.error) } ?? ExitStatus.success
     }
 
-    private func report(_ download: Download, _ suffix: String) {
+    private func report(_ download: Download, _ suffix: String, timing: String = "") {
         if global.json { return printJSON(download) }
         let size = download.totalBytes ?? download.completedBytes
         let path = download.destination ?? download.url
-        console.result("\(path)\(suffix) (\(ByteFormatting.format(size)), \(size) bytes)")
+        console.result("\(path)\(suffix) (\(ByteFormatting.format(size)), \(size) bytes)\(timing)")
+    }
+
+    /// ` in 2.3s at 1.95 MiB/s` for a download that took a second or more (a quicker one's line
+    /// stays short, as it printed no progress either).
+    static func timing(of download: Download, since start: (at: ContinuousClock.Instant, bytes: Int)) -> String {
+        let elapsed = ContinuousClock.now - start.at
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        guard seconds >= 1 else { return "" }
+        let bytes = max(0, (download.totalBytes ?? download.completedBytes) - start.bytes)
+        return " in \(ByteFormatting.delay(seconds)) at \(ByteFormatting.rate(Double(bytes) / seconds))"
     }
 
     private func printJSON(_ download: Download) {

@@ -57,13 +57,20 @@ struct ProgressBoardTests {
         (200, busy, "[done 12 · active 4 · waiting 184 · failed 1]  38.2 MiB/s  ETA 1m12s"),
         (80, busy, "[done 12 · active 4 · waiting 184 · failed 1]  38.2 MiB/s  ETA 1m12s"),
         (69, busy, "[done 12 · active 4 · waiting 184 · failed 1]  38.2 MiB/s  ETA 1m12s"),
-        (68, busy, "[d12 a4 w184 f1]  38.2 MiB/s  ETA 1m12s"),
+        // Narrower: the ETA goes, then the speed; the words stay while they fit.
+        (68, busy, "[done 12 · active 4 · waiting 184 · failed 1]  38.2 MiB/s"),
+        (58, busy, "[done 12 · active 4 · waiting 184 · failed 1]  38.2 MiB/s"),
+        (57, busy, "[done 12 · active 4 · waiting 184 · failed 1]"),
+        (46, busy, "[done 12 · active 4 · waiting 184 · failed 1]"),
+        // Only then the short counts, with what fits beside them.
+        (45, busy, "[d12 a4 w184 f1]  38.2 MiB/s  ETA 1m12s"),
         (40, busy, "[d12 a4 w184 f1]  38.2 MiB/s  ETA 1m12s"),
         (39, busy, "[d12 a4 w184 f1]  38.2 MiB/s"),
         (30, busy, "[d12 a4 w184 f1]  38.2 MiB/s"),
         (20, busy, "[d12 a4 w184 f1]"),
         (12, busy, "[d12 a4 w1…"),
         (80, idle, "[done 0 · active 0 · waiting 0 · failed 0]  0 B/s"),
+        (43, idle, "[done 0 · active 0 · waiting 0 · failed 0]"),
         (21, idle, "[d0 a0 w0 f0]  0 B/s"),
         (20, idle, "[d0 a0 w0 f0]"),
         // The ETA needs the remaining bytes; at zero speed it is unknown.
