@@ -11,7 +11,11 @@ public struct BoardState: Sendable, Hashable {
     /// Downloads that stopped with an error so far.
     public private(set) var failed = 0
     /// Downloads added or expected that have neither started nor ended.
-    public private(set) var waiting: Set<Download.ID> = []
+    public private(set) var waiting: Set<Download.ID> = [] {
+        didSet { waitingRemaining = waitingRemaining.filter { waiting.contains($0.key) } }
+    }
+    /// What each waiting download still needs, when its `added` snapshot knew its length.
+    private var waitingRemaining: [Download.ID: Int?] = [:]
     /// Downloads that started or ended: an `added` or an expectation that comes later does not
     /// make them wait again.
     private var begun: Set<Download.ID> = []
@@ -25,7 +29,9 @@ public struct BoardState: Sendable, Hashable {
     @discardableResult
     public mutating func apply(_ event: DownloadEvent) -> Bool {
         if case .added(let download) = event {
-            return !begun.contains(download.id) && waiting.insert(download.id).inserted
+            guard !begun.contains(download.id), waiting.insert(download.id).inserted else { return false }
+            waitingRemaining[download.id] = download.totalBytes.map { max(0, $0 - download.completedBytes) }
+            return true
         }
         let id = event.download.id
         if case .notice = event {} else {
@@ -36,6 +42,13 @@ public struct BoardState: Sendable, Hashable {
         case .started(let download), .progress(let download):
             update(download)
         case .notice(let download, _):
+            // A download waiting to retry has a line (with the retry), even before its first start.
+            if download.retry != nil {
+                waiting.remove(download.id)
+                begun.insert(download.id)
+                update(download)
+                return true
+            }
             guard let index = index(of: download.id) else { return false }
             active[index] = download
         case .completed(let download), .alreadyComplete(let download):
@@ -65,7 +78,8 @@ public struct BoardState: Sendable, Hashable {
         return changed
     }
 
-    /// The summary line's values.
+    /// The summary line's values. The remaining bytes count the waiting downloads too when every
+    /// one of their lengths is known (a resumed one's is); otherwise only the active ones'.
     public func summary() -> BoardSummary {
         var remaining: Int? = 0
         for download in active {
@@ -75,9 +89,14 @@ public struct BoardState: Sendable, Hashable {
             }
             remaining = sum + max(0, total - download.completedBytes)
         }
+        let waitingBytes = waiting.map { waitingRemaining[$0] ?? nil }
+        if let sum = remaining, waitingBytes.allSatisfy({ $0 != nil }) {
+            remaining = sum + waitingBytes.reduce(0) { $0 + ($1 ?? 0) }
+        }
+        let retrying = active.filter { $0.retry != nil }.count
         return BoardSummary(
-            done: done, active: active.count, waiting: waiting.count, failed: failed,
-            bytesPerSecond: active.reduce(0) { $0 + max(0, $1.bytesPerSecond) }, remainingBytes: remaining
+            done: done, active: active.count - retrying, waiting: waiting.count, failed: failed,
+            bytesPerSecond: active.reduce(0) { $0 + max(0, $1.bytesPerSecond) }, remainingBytes: remaining, retrying: retrying
         )
     }
 

@@ -12,13 +12,16 @@ public struct BoardSummary: Sendable, Hashable {
     public var failed: Int
     /// The speed of all active downloads together.
     public var bytesPerSecond: Double
-    /// The bytes the active downloads still need, or `nil` when a length is unknown.
+    /// The bytes the active downloads (and the waiting ones, when all their lengths are known) still
+    /// need, or `nil` when a length is unknown.
     public var remainingBytes: Int?
+    /// Downloads waiting to retry after a failed attempt (not counted in `active`).
+    public var retrying: Int
 
     /// Creates a summary.
     public init(
         done: Int = 0, active: Int = 0, waiting: Int = 0, failed: Int = 0, bytesPerSecond: Double = 0,
-        remainingBytes: Int? = nil
+        remainingBytes: Int? = nil, retrying: Int = 0
     ) {
         self.done = done
         self.active = active
@@ -26,6 +29,7 @@ public struct BoardSummary: Sendable, Hashable {
         self.failed = failed
         self.bytesPerSecond = bytesPerSecond
         self.remainingBytes = remainingBytes
+        self.retrying = retrying
     }
 }
 
@@ -117,8 +121,10 @@ public struct ProgressBoard: Sendable, Hashable {
     /// The ETA is shown only when some bytes remain and their number is known (`--` at zero speed).
     public func summaryLine(_ summary: BoardSummary) -> String {
         let s = summary
-        let long = "[done \(s.done) · active \(s.active) · waiting \(s.waiting) · failed \(s.failed)]"
-        let short = "[d\(s.done) a\(s.active) w\(s.waiting) f\(s.failed)]"
+        // Retrying downloads are counted only while there are some.
+        let retrying = s.retrying > 0 ? (" · retrying \(s.retrying)", " r\(s.retrying)") : ("", "")
+        let long = "[done \(s.done) · active \(s.active)\(retrying.0) · waiting \(s.waiting) · failed \(s.failed)]"
+        let short = "[d\(s.done) a\(s.active)\(retrying.1) w\(s.waiting) f\(s.failed)]"
         let speed = ByteFormatting.rate(s.bytesPerSecond)
         let remaining = s.remainingBytes.flatMap { $0 > 0 ? $0 : nil }
         let eta = remaining.map { "ETA " + Self.eta(remaining: $0, bytesPerSecond: s.bytesPerSecond) }
@@ -148,8 +154,14 @@ public struct ProgressBoard: Sendable, Hashable {
     static func fields(of download: Download) -> (required: [String], optional: [String]) {
         let done = ByteFormatting.format(download.completedBytes)
         let speed = ByteFormatting.rate(download.bytesPerSecond)
+        // Waiting to retry: which retry and why, in place of the speed and ETA.
+        let retry = download.retry.map { ["retry \($0.attempt)/\($0.maxRetries): \($0.reason)"] }
         guard let total = download.totalBytes, let fraction = download.fractionCompleted else {
-            return ([done], [speed])
+            return ([done], retry ?? [speed])
+        }
+        if let retry {
+            let percent = (fraction * 1000).rounded(.down) / 10
+            return (["\(percent)%", "\(done) / \(ByteFormatting.format(total))"], retry)
         }
         let percent = (fraction * 1000).rounded(.down) / 10
         let eta = eta(remaining: total - download.completedBytes, bytesPerSecond: download.bytesPerSecond)

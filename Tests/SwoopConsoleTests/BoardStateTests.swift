@@ -74,4 +74,30 @@ struct BoardStateTests {
         state.apply(.removed(Self.snapshot("d", total: nil, done: 0)))
         #expect(state.summary() == BoardSummary(done: 0, active: 2, waiting: 0, failed: 0, bytesPerSecond: 0, remainingBytes: 20))
     }
+
+    @Test func aDownloadWaitingToRetryHasALineAndIsCountedApart() {
+        var state = BoardState()
+        state.apply(.added(Self.snapshot("a", total: nil, done: 0)))
+        var failing = Self.snapshot("a", total: nil, done: 0)
+        failing.retry = Download.Retry(attempt: 1, maxRetries: 5, reason: "connection refused")
+        // Refused before it ever started: the retry notice gives it its line.
+        #expect(apply(.notice(failing, "connection refused; retrying in 0.5s (1/5)"), to: &state))
+        #expect(state.active.map(\.id.rawValue) == ["a"])
+        #expect(state.summary() == BoardSummary(done: 0, active: 0, waiting: 0, failed: 0, bytesPerSecond: 0, remainingBytes: nil, retrying: 1))
+        state.apply(.started(Self.snapshot("a", total: 10, done: 0)))
+        #expect(state.summary().retrying == 0)
+        #expect(state.summary().active == 1)
+    }
+
+    @Test func theRemainingBytesCountWaitingDownloadsWhenAllTheirLengthsAreKnown() {
+        var state = BoardState()
+        state.apply(.started(Self.snapshot("a", total: 100, done: 40)))
+        state.apply(.added(Self.snapshot("b", total: 50, done: 10)))
+        #expect(state.summary().remainingBytes == 60 + 40)
+        state.apply(.added(Self.snapshot("c", total: nil, done: 0)))
+        // One waiting length unknown: only the active downloads' bytes.
+        #expect(state.summary().remainingBytes == 60)
+        state.apply(.removed(Self.snapshot("c", total: nil, done: 0)))
+        #expect(state.summary().remainingBytes == 100)
+    }
 }

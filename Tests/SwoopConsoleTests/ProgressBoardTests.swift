@@ -167,4 +167,21 @@ struct ProgressBoardConnectionsTests {
         single.connections = 1
         #expect(ProgressBoard(width: 80).downloadLine(single) == "x.iso  50.0%  50 B / 100 B  10 B/s  ETA 5s")
     }
+
+    @Test func aDownloadWaitingToRetryShowsWhichRetryAndWhy() {
+        var retrying = Fixtures.stalled
+        retrying.retry = Download.Retry(attempt: 2, maxRetries: 5, reason: "connection reset")
+        #expect(ProgressBoard(width: 80).downloadLine(retrying) == "stalled.zip  50.0%  512 KiB / 1.00 MiB  retry 2/5: connection reset")
+        var unknown = Fixtures.stream
+        unknown.retry = Download.Retry(attempt: 1, maxRetries: 5, reason: "timed out")
+        #expect(ProgressBoard(width: 80).downloadLine(unknown) == "stream.log  1.43 MiB  retry 1/5: timed out")
+        // Too narrow for the reason: the retry goes before the sizes do.
+        #expect(ProgressBoard(width: 40).downloadLine(retrying) == "stalled.zip  50.0%  512 KiB / 1.00 MiB")
+    }
+
+    @Test func theSummaryCountsRetryingDownloadsOnlyWhenThereAreSome() {
+        let summary = BoardSummary(done: 1, active: 2, waiting: 3, failed: 0, bytesPerSecond: 0, remainingBytes: nil, retrying: 1)
+        #expect(ProgressBoard(width: 100).summaryLine(summary) == "[done 1 · active 2 · retrying 1 · waiting 3 · failed 0]  0 B/s")
+        #expect(ProgressBoard(width: 30).summaryLine(summary) == "[d1 a2 r1 w3 f0]  0 B/s")
+    }
 }

@@ -96,6 +96,10 @@ struct RetriesTests {
         #expect(error.code == .network)
         let notices = events.compactMap { if case .notice(_, let text) = $0 { text } else { nil } }
         #expect(notices.count == 2)
+        // The notice's snapshot says which retry and why, for the board's line.
+        let retries = events.compactMap { if case .notice(let download, _) = $0 { download.retry } else { nil } }
+        #expect(retries.map(\.attempt) == [1, 2])
+        #expect(retries.allSatisfy { $0.maxRetries == 5 && $0.reason.hasPrefix("cannot connect to") })
         #expect(notices.first?.range(of: #"retrying in 0\.[345]s \(1/5\)$"#, options: .regularExpression) != nil, "\(notices)")
     }
 }

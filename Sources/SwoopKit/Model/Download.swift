@@ -74,6 +74,25 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
     public var priority: Int
     /// Connections transferring now (more than one for a download split into segments).
     public var connections: Int
+    /// Set while the download waits to retry after a failed attempt: which retry and why.
+    public var retry: Retry?
+
+    /// A retry a download is waiting for.
+    public struct Retry: Sendable, Codable, Hashable {
+        /// The retry's number in a row (1-based).
+        public var attempt: Int
+        /// The most retries in a row.
+        public var maxRetries: Int
+        /// Why the last attempt failed.
+        public var reason: String
+
+        /// Creates a retry.
+        public init(attempt: Int, maxRetries: Int, reason: String) {
+            self.attempt = attempt
+            self.maxRetries = maxRetries
+            self.reason = reason
+        }
+    }
 
     /// The fraction done in 0...1, or `nil` when the length is unknown.
     public var fractionCompleted: Double? {

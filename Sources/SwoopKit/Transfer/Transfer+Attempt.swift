@@ -38,6 +38,7 @@ extension Transfer {
                 )
                 guard case .retry(let delay, let attempt) = decision else { throw await stop(swoopError, on: .fail) }
                 _ = try? await onDisk { try $0.saveProgress(error: swoopError) }
+                retrying = Download.Retry(attempt: attempt, maxRetries: retries.maxRetries, reason: swoopError.message)
                 emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.delay(delay.seconds)) (\(attempt)/\(retries.maxRetries))"))
                 do {
                     try await Task.sleep(for: delay)
@@ -64,6 +65,8 @@ extension Transfer {
     /// One request. Returns `true` when the part file holds the whole file, `false` to go again at
     /// once (after a restart from zero).
     func attempt() async throws -> Bool {
+        // A new attempt: no longer waiting to retry.
+        retrying = nil
         if let segments = record.segments, let total = record.totalBytes, part != nil {
             // A download already split into segments continues on all its connections at once.
             emit(.started(snapshot()))

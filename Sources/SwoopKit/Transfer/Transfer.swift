@@ -88,6 +88,8 @@ final class Transfer {
     var claimNotFlushed = false
     /// Where the disk writeback last started, for `startWriteback`.
     var writebackFrom = 0
+    /// The retry this transfer waits for, shown in its snapshots until the next attempt starts.
+    var retrying: Download.Retry?
 
     static let maxRestarts = 3
 
@@ -154,8 +156,9 @@ final class Transfer {
     }
 
     func snapshot() -> Download {
-        var download = record.snapshot(bytesPerSecond: meter.bytesPerSecond)
+        var download = record.snapshot(bytesPerSecond: retrying == nil ? meter.bytesPerSecond : 0)
         if record.state != .completed { download.completedBytes = offset }
+        download.retry = retrying
         return download
     }
 
