@@ -154,14 +154,17 @@ public struct ProgressBoard: Sendable, Hashable {
     static func fields(of download: Download) -> (required: [String], optional: [String]) {
         let done = ByteFormatting.format(download.completedBytes)
         let speed = ByteFormatting.rate(download.bytesPerSecond)
-        // Waiting to retry: which retry and why, in place of the speed and ETA.
-        let retry = download.retry.map { ["retry \($0.attempt)/\($0.maxRetries): \($0.reason)"] }
-        guard let total = download.totalBytes, let fraction = download.fractionCompleted else {
-            return ([done], retry ?? [speed])
-        }
-        if let retry {
+        // Waiting to retry: which retry (kept) and why (dropped first), in place of the speed and ETA.
+        if let retry = download.retry {
+            let which = "retry \(retry.attempt)/\(retry.maxRetries)"
+            guard let total = download.totalBytes, let fraction = download.fractionCompleted else {
+                return ([done, which], [retry.reason])
+            }
             let percent = (fraction * 1000).rounded(.down) / 10
-            return (["\(percent)%", "\(done) / \(ByteFormatting.format(total))"], retry)
+            return (["\(percent)%", "\(done) / \(ByteFormatting.format(total))", which], [retry.reason])
+        }
+        guard let total = download.totalBytes, let fraction = download.fractionCompleted else {
+            return ([done], [speed])
         }
         let percent = (fraction * 1000).rounded(.down) / 10
         let eta = eta(remaining: total - download.completedBytes, bytesPerSecond: download.bytesPerSecond)

@@ -69,6 +69,10 @@ struct GetCommand: AsyncParsableCommand {
         // A bad line of a list is reported and skipped; the rest download, and the exit status says so.
         for error in badLines { console.error(error.userMessage) }
         if requests.isEmpty, let first = badLines.first { throw ExitCode(ExitStatus.code(for: first)) }
+        if requests.isEmpty {
+            // A list with nothing but comments and blank lines, as wget says.
+            throw SwoopError(.invalidArgument, "no URLs found in \(inputFile ?? "the input")").exit(on: console)
+        }
         if transfer.insecure {
             console.warning("TLS certificate verification is OFF (--insecure): anyone on the path can read and change this download")
         }

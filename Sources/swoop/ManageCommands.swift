@@ -35,7 +35,9 @@ struct ListCommand: AsyncParsableCommand {
                 let paths = DownloadManager.orphanedPartFiles(try store.all())
                 if global.json {
                     console.result(String(decoding: try JSONOutput.encoder.encode(paths), as: UTF8.self))
-                } else if !paths.isEmpty {
+                } else if paths.isEmpty {
+                    console.result("no orphaned part files in the download directories Swoop knows")
+                } else {
                     console.result(paths.joined(separator: "\n"))
                 }
                 return

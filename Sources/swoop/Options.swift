@@ -118,7 +118,7 @@ struct TransferOptions: ParsableArguments {
         if let keepDays, !(keepDays >= 0 && keepDays <= 1_000_000) { throw ValidationError("--keep-days must be between 0 and 1000000") }
         guard (0...100).contains(maxRedirects) else { throw ValidationError("--max-redirects must be between 0 and 100") }
         for value in [retryWait, connectTimeout, timeout] where !(value > 0 && value <= 1_000_000) {
-            throw ValidationError("timeouts and waits must be between 0 and 1000000 seconds")
+            throw ValidationError("timeouts and waits must be more than 0 and at most 1000000 seconds")
         }
         do {
             _ = try limits()

@@ -84,8 +84,8 @@ struct GetCommandTests: CLISuite {
 
     @Test(arguments: [
         (["-o", "x", "http://127.0.0.1:9/a", "http://127.0.0.1:9/b"], "-o/--output takes one URL"),
-        (["--timeout", "1e17", "http://127.0.0.1:9/a"], "timeouts and waits must be between"),
-        (["--retry-wait", "0", "http://127.0.0.1:9/a"], "timeouts and waits must be between"),
+        (["--timeout", "1e17", "http://127.0.0.1:9/a"], "timeouts and waits must be more than 0"),
+        (["--retry-wait", "0", "http://127.0.0.1:9/a"], "timeouts and waits must be more than 0"),
         (["--max-redirects=-1", "http://127.0.0.1:9/a"], "--max-redirects must be between 0 and 100"),
         (["--checksum", "sha-256=zz", "http://127.0.0.1:9/a"], "invalid sha-256 digest 'zz'"),
         (["-H", "no colon", "http://127.0.0.1:9/a"], "invalid header 'no colon'"),
@@ -129,6 +129,8 @@ struct GetCommandTests: CLISuite {
         _ = serve("/first.bin", size: 1_000)
         _ = serve("/second.bin", size: 1_000)
         #expect(try await get([server.url("/first.bin")]).status == 0)
+        let none = try await swoop("ls", ["--orphans"])
+        #expect(none.stdoutLines == ["no orphaned part files in the download directories Swoop knows"])
         try Data(count: 10).write(to: URL(fileURLWithPath: out + "/left.bin.swoop"))
         let second = try await get([server.url("/second.bin")])
         #expect(second.status == 0)

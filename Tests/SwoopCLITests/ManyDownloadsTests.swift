@@ -128,6 +128,10 @@ struct ManyDownloadsTests: CLISuite {
         let result = try await swoop("get", ["-i", root + "/nofile.txt"] + transferOptions())
         #expect(result.status == 3)
         #expect(result.stderrLines == ["swoop: error: cannot read input file \(root)/nofile.txt: No such file or directory"])
+        let empty = try writeList(["# nothing here", ""])
+        let none = try await swoop("get", ["-i", empty] + transferOptions())
+        #expect(none.status == 2)
+        #expect(none.stderrLines == ["swoop: error: no URLs found in \(empty)"])
     }
 
     @Test func failuresAreSummarisedAndSetTheExitCode() async throws {

@@ -28,7 +28,7 @@ struct RetriesTests {
         var retries = Retries(policy: Self.policy(maxRetries: 2))
         _ = retries.decide(after: Self.transient, progressed: false, jitter: 0)
         _ = retries.decide(after: Self.transient, progressed: false, jitter: 0)
-        guard case .retry(_, let attempt) = retries.decide(after: Self.transient, progressed: true, jitter: 0) else {
+        guard case .retry(_, let attempt, _) = retries.decide(after: Self.transient, progressed: true, jitter: 0) else {
             Issue.record("an attempt that got further is retried")
             return
         }
@@ -43,6 +43,16 @@ struct RetriesTests {
         var fewer = Retries(policy: Self.policy(maxRetries: 1))
         #expect(fewer.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) != .giveUp)
         #expect(fewer.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) == .giveUp)
+    }
+
+    @Test(arguments: [
+        ("cannot connect to http://h/f: Connection refused", "Connection refused"),
+        ("HTTP 503 Service Unavailable from http://h/f", "HTTP 503 Service Unavailable"),
+        ("connection to http://h/f closed early", "connection to http://h/f closed early"),
+        ("no data for 1s", "no data for 1s"),
+    ])
+    func aRetryReasonLeavesOutTheURL(message: String, reason: String) {
+        #expect(Transfer.shortReason(message, url: "http://h/f") == reason)
     }
 
     @Test func anErrorNotWorthRetryingGivesUpAtOnce() {
@@ -99,7 +109,9 @@ struct RetriesTests {
         // The notice's snapshot says which retry and why, for the board's line.
         let retries = events.compactMap { if case .notice(let download, _) = $0 { download.retry } else { nil } }
         #expect(retries.map(\.attempt) == [1, 2])
-        #expect(retries.allSatisfy { $0.maxRetries == 5 && $0.reason.hasPrefix("cannot connect to") })
-        #expect(notices.first?.range(of: #"retrying in 0\.[345]s \(1/5\)$"#, options: .regularExpression) != nil, "\(notices)")
+        // The reason leaves out the URL the board's line names already.
+        #expect(retries.allSatisfy { $0.maxRetries == 2 && ($0.reason == "Connection refused" || $0.reason == "connection refused") })
+        // It says how many retries there will be: two, not --retries' five.
+        #expect(notices.first?.range(of: #"retrying in 0\.[345]s \(1/2\)$"#, options: .regularExpression) != nil, "\(notices)")
     }
 }

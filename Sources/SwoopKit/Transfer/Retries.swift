@@ -4,8 +4,9 @@
 struct Retries: Sendable {
     /// What to do after a failed attempt.
     enum Decision: Sendable, Hashable {
-        /// Try again after `delay`; `attempt` counts the retries in a row (1-based).
-        case retry(after: Duration, attempt: Int)
+        /// Try again after `delay`; `attempt` counts the retries in a row (1-based) of at most
+        /// `of` (fewer for an unreachable server than the policy's).
+        case retry(after: Duration, attempt: Int, of: Int)
         /// Stop: the error is not worth retrying, or the retries in a row are used up.
         case giveUp
     }
@@ -41,7 +42,8 @@ struct Retries: Sendable {
         guard error.isRetryable else { return .giveUp }
         if progressed { failures = 0 }
         failures += 1
-        guard failures <= (unreachable ? min(maxRetries, Self.maxUnreachableRetries) : maxRetries) else { return .giveUp }
-        return .retry(after: backoff.delay(beforeRetry: failures, retryAfter: error.retryAfter, jitter: jitter), attempt: failures)
+        let most = unreachable ? min(maxRetries, Self.maxUnreachableRetries) : maxRetries
+        guard failures <= most else { return .giveUp }
+        return .retry(after: backoff.delay(beforeRetry: failures, retryAfter: error.retryAfter, jitter: jitter), attempt: failures, of: most)
     }
 }

@@ -140,7 +140,7 @@ final class SegmentedTransfer: Sendable {
                     after: swoopError, progressed: written(segmentAt: segment.start) > before,
                     unreachable: ErrorClassifier.isUnreachable(swoopError), jitter: Double.random(in: 0..<1)
                 )
-                guard case .retry(let delay, _) = decision else {
+                guard case .retry(let delay, _, _) = decision else {
                     // The whole download stops here; the transfer's own retries must not multiply these.
                     var final = swoopError
                     final.isRetryable = false

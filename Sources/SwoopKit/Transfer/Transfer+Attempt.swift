@@ -36,10 +36,10 @@ extension Transfer {
                     after: swoopError, progressed: furthest > furthestBefore, unreachable: ErrorClassifier.isUnreachable(swoopError),
                     jitter: Double.random(in: 0..<1)
                 )
-                guard case .retry(let delay, let attempt) = decision else { throw await stop(swoopError, on: .fail) }
+                guard case .retry(let delay, let attempt, let most) = decision else { throw await stop(swoopError, on: .fail) }
                 _ = try? await onDisk { try $0.saveProgress(error: swoopError) }
-                retrying = Download.Retry(attempt: attempt, maxRetries: retries.maxRetries, reason: swoopError.message)
-                emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.delay(delay.seconds)) (\(attempt)/\(retries.maxRetries))"))
+                retrying = Download.Retry(attempt: attempt, maxRetries: most, reason: Self.shortReason(swoopError.message, url: record.url))
+                emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.delay(delay.seconds)) (\(attempt)/\(most))"))
                 do {
                     try await Task.sleep(for: delay)
                 } catch {
@@ -47,6 +47,22 @@ extension Transfer {
                 }
             }
         }
+    }
+
+    /// An error message without the URL the board's line already names: "cannot connect to URL:
+    /// Connection refused" is "Connection refused", "HTTP 503 Service Unavailable from URL" is
+    /// "HTTP 503 Service Unavailable"; a message that reads otherwise stays whole.
+    static func shortReason(_ message: String, url: String) -> String {
+        guard let range = message.range(of: url) else { return message }
+        let after = message[range.upperBound...]
+        if after.hasPrefix(": ") { return String(after.dropFirst(2)) }
+        guard after.isEmpty else { return message }
+        var before = String(message[..<range.lowerBound])
+        for ending in [" from ", " to ", " with "] where before.hasSuffix(ending) {
+            before.removeLast(ending.count)
+            return before
+        }
+        return message
     }
 
     /// Ends the run: moves the state by ``DownloadStateMachine`` (`pause` or `fail`), saves progress
