@@ -10,12 +10,13 @@ public struct BoardState: Sendable, Hashable {
     public private(set) var done = 0
     /// Downloads that stopped with an error so far.
     public private(set) var failed = 0
-    /// Downloads added or expected that have neither started nor ended.
-    public private(set) var waiting: Set<Download.ID> = [] {
-        didSet { waitingRemaining = waitingRemaining.filter { waiting.contains($0.key) } }
-    }
-    /// What each waiting download still needs, when its `added` snapshot knew its length.
+    /// Downloads added or expected that have neither started nor ended, with what each still
+    /// needs when its `added` snapshot knew its length.
     private var waitingRemaining: [Download.ID: Int?] = [:]
+    /// The sum of the known remaining bytes of the waiting downloads, and how many have none known:
+    /// kept as they change, so a redraw costs nothing per waiting download.
+    private var waitingBytes = 0
+    private var waitingUnknown = 0
     /// Downloads that started or ended: an `added` or an expectation that comes later does not
     /// make them wait again.
     private var begun: Set<Download.ID> = []
@@ -29,23 +30,16 @@ public struct BoardState: Sendable, Hashable {
     @discardableResult
     public mutating func apply(_ event: DownloadEvent) -> Bool {
         if case .added(let download) = event {
-            guard !begun.contains(download.id), waiting.insert(download.id).inserted else { return false }
-            waitingRemaining[download.id] = download.totalBytes.map { max(0, $0 - download.completedBytes) }
-            return true
+            return startWaiting(download.id, remaining: download.totalBytes.map { max(0, $0 - download.completedBytes) })
         }
-        let id = event.download.id
-        if case .notice = event {} else {
-            waiting.remove(id)
-            begun.insert(id)
-        }
+        if case .notice = event {} else { begin(event.download.id) }
         switch event {
         case .started(let download), .progress(let download):
             update(download)
         case .notice(let download, _):
             // A download waiting to retry has a line (with the retry), even before its first start.
             if download.retry != nil {
-                waiting.remove(download.id)
-                begun.insert(download.id)
+                begin(download.id)
                 update(download)
                 return true
             }
@@ -72,14 +66,33 @@ public struct BoardState: Sendable, Hashable {
     @discardableResult
     public mutating func expect(_ ids: some Sequence<Download.ID>) -> Bool {
         var changed = false
-        for id in ids where !begun.contains(id) {
-            changed = waiting.insert(id).inserted || changed
+        for id in ids {
+            changed = startWaiting(id, remaining: nil) || changed
         }
         return changed
     }
 
+    /// Downloads added or expected that have neither started nor ended.
+    public var waiting: Set<Download.ID> { Set(waitingRemaining.keys) }
+
+    /// Counts `id` as waiting unless it began already. Returns whether it was not waiting before.
+    private mutating func startWaiting(_ id: Download.ID, remaining: Int?) -> Bool {
+        guard !begun.contains(id), waitingRemaining[id] == nil else { return false }
+        waitingRemaining[id] = .some(remaining)
+        if let remaining { waitingBytes += remaining } else { waitingUnknown += 1 }
+        return true
+    }
+
+    /// `id` started or ended: it waits no more, and a later `added` or expectation does not make it wait.
+    private mutating func begin(_ id: Download.ID) {
+        begun.insert(id)
+        guard let entry = waitingRemaining.removeValue(forKey: id) else { return }
+        if let remaining = entry { waitingBytes -= remaining } else { waitingUnknown -= 1 }
+    }
+
     /// The summary line's values. The remaining bytes count the waiting downloads too when every
-    /// one of their lengths is known (a resumed one's is); otherwise only the active ones'.
+    /// one of their lengths is known (the `added` snapshot of a download seen before has it; an
+    /// expected one's is unknown); otherwise only the active ones'.
     public func summary() -> BoardSummary {
         var remaining: Int? = 0
         for download in active {
@@ -89,13 +102,12 @@ public struct BoardState: Sendable, Hashable {
             }
             remaining = sum + max(0, total - download.completedBytes)
         }
-        let waitingBytes = waiting.map { waitingRemaining[$0] ?? nil }
-        if let sum = remaining, waitingBytes.allSatisfy({ $0 != nil }) {
-            remaining = sum + waitingBytes.reduce(0) { $0 + ($1 ?? 0) }
+        if let sum = remaining, waitingUnknown == 0 {
+            remaining = sum + waitingBytes
         }
         let retrying = active.filter { $0.retry != nil }.count
         return BoardSummary(
-            done: done, active: active.count - retrying, waiting: waiting.count, failed: failed,
+            done: done, active: active.count - retrying, waiting: waitingRemaining.count, failed: failed,
             bytesPerSecond: active.reduce(0) { $0 + max(0, $1.bytesPerSecond) }, remainingBytes: remaining, retrying: retrying
         )
     }

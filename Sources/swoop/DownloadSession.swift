@@ -204,7 +204,7 @@ struct DownloadSession {
     }
 
     private func printJSON(_ download: Download) {
-        guard let data = try? JSONOutput.encoder.encode(download), let line = String(data: data, encoding: .utf8) else { return }
+        guard let line = try? JSONOutput.line(download) else { return }
         console.result(line)
     }
 
@@ -228,9 +228,7 @@ struct JSONProgress {
                 let now = ContinuousClock.now
                 if let previous = last[download.id], now - previous < .seconds(1) { continue }
                 last[download.id] = now
-                guard let data = try? JSONOutput.encoder.encode(download), let line = String(data: data, encoding: .utf8) else {
-                    continue
-                }
+                guard let line = try? JSONOutput.line(download) else { continue }
                 console.result(line)
             default:
                 if event.isTerminal { last[event.download.id] = nil }
@@ -246,6 +244,11 @@ enum JSONOutput {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }()
+
+    /// One value as one line of JSON.
+    static func line(_ value: some Encodable) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
 }
 
 /// Finds downloads by id or unique id prefix, as `git` finds commits.

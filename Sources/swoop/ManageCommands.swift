@@ -34,7 +34,7 @@ struct ListCommand: AsyncParsableCommand {
             if orphans {
                 let paths = DownloadManager.orphanedPartFiles(try store.all())
                 if global.json {
-                    console.result(String(decoding: try JSONOutput.encoder.encode(paths), as: UTF8.self))
+                    console.result(try JSONOutput.line(paths))
                 } else if paths.isEmpty {
                     console.result("no orphaned part files in the download directories Swoop knows")
                 } else {
@@ -54,8 +54,7 @@ struct ListCommand: AsyncParsableCommand {
                 }
             }
             if global.json {
-                let data = try JSONOutput.encoder.encode(downloads)
-                console.result(String(decoding: data, as: UTF8.self))
+                console.result(try JSONOutput.line(downloads))
             } else if downloads.isEmpty {
                 console.result("no downloads")
             } else {
@@ -175,7 +174,7 @@ private func forEachDownload(
                     throw SwoopError(error.code, "\(id.rawValue.prefix(8)) (\(current.url)): \(error.message)")
                 }
                 if global.json {
-                    console.result(String(decoding: try JSONOutput.encoder.encode(download), as: UTF8.self))
+                    console.result(try JSONOutput.line(download))
                 } else {
                     console.result("\(verb) \(id.rawValue.prefix(8)) \(download.url)")
                 }

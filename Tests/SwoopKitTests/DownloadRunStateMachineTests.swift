@@ -18,14 +18,14 @@ struct DownloadRunStateMachineTests {
         case .handedOver:
             break
         case .stoppedBeforeStart:
-            _ = run.stop(.pause)
+            run.stoppedByCaller()
         case .running(let sent):
             _ = run.begin(found: .waiting)
             if sent { _ = run.event(.completed(snapshot)) }
         case .stopping(let intent, let sent):
             _ = run.begin(found: .waiting)
             if sent { _ = run.event(.failed(snapshot, failure)) }
-            _ = run.stop(intent)
+            _ = run.stopTransfer(intent)
         case .settled:
             _ = run.begin(found: nil)
         }
@@ -89,16 +89,18 @@ struct DownloadRunStateMachineTests {
     @Test func stoppingARunByState() {
         for state in Self.states {
             var run = Self.run(in: state)
-            let action = run.stop(.cancel)
+            let cancelsTransfer = run.stopTransfer(.cancel)
             switch state {
-            case .handedOver, .stoppedBeforeStart:
-                #expect(action == .stopHere)
-                #expect(run.state == .stoppedBeforeStart)
-            case .settled:
-                #expect(action == .stopHere)
-                #expect(run.state == .settled)
+            case .handedOver, .stoppedBeforeStart, .settled:
+                // No transfer: nothing changes until the caller has stopped it itself.
+                #expect(!cancelsTransfer)
+                #expect(run.state == state)
+                run.stoppedByCaller()
+                #expect(run.state == (state == .settled ? .settled : .stoppedBeforeStart))
             case .running(let sent), .stopping(_, let sent):
-                #expect(action == .cancelTransfer)
+                #expect(cancelsTransfer)
+                #expect(run.state == .stopping(.cancel, terminalSent: sent))
+                run.stoppedByCaller()
                 #expect(run.state == .stopping(.cancel, terminalSent: sent))
             }
         }
@@ -216,7 +218,7 @@ struct DownloadRunsTests {
         let stopped = DownloadRuns()
         stopped.handOver(id)
         #expect(!stopped.stopTransfer(id, .cancel))
-        stopped.stoppedByCaller(id, .cancel)
+        stopped.stoppedByCaller(id)
         #expect(stopped.begin(id, found: .removed) == .settleQuietly)
         #expect(!stopped.contains(id))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import SwoopTesting
 import Testing
 
@@ -9,6 +10,10 @@ import Testing
 @Suite("Retries")
 struct RetriesTests {
     static let transient = SwoopError(.timeout, "no data from http://h/f for 1s", isRetryable: true)
+    static let refused = SwoopError(
+        .network, "cannot connect to http://h/f: Connection refused", cause: IOError(errnoCode: ECONNREFUSED, reason: "connect"),
+        isRetryable: true
+    )
 
     static func policy(maxRetries: Int) -> Configuration.Retry {
         var policy = Configuration.Retry()
@@ -37,12 +42,12 @@ struct RetriesTests {
 
     @Test func anUnreachableServerIsRetriedAtMostTwice() {
         var retries = Retries(policy: Self.policy(maxRetries: 5))
-        #expect(retries.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) != .giveUp)
-        #expect(retries.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) != .giveUp)
-        #expect(retries.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) == .giveUp)
+        #expect(retries.decide(after: Self.refused, progressed: false, jitter: 0) != .giveUp)
+        #expect(retries.decide(after: Self.refused, progressed: false, jitter: 0) != .giveUp)
+        #expect(retries.decide(after: Self.refused, progressed: false, jitter: 0) == .giveUp)
         var fewer = Retries(policy: Self.policy(maxRetries: 1))
-        #expect(fewer.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) != .giveUp)
-        #expect(fewer.decide(after: Self.transient, progressed: false, unreachable: true, jitter: 0) == .giveUp)
+        #expect(fewer.decide(after: Self.refused, progressed: false, jitter: 0) != .giveUp)
+        #expect(fewer.decide(after: Self.refused, progressed: false, jitter: 0) == .giveUp)
     }
 
     @Test(arguments: [

@@ -14,7 +14,7 @@ extension DownloadManager {
             record.updatedAt = Date()
             try store.save(record)
         }
-        runs.stoppedByCaller(id, .pause)
+        runs.stoppedByCaller(id)
         queue.removeWaiting(id)
         session.stopped += 1
         hub.publish(.paused(record.snapshot()))
@@ -105,7 +105,7 @@ extension DownloadManager {
     public func cancel(_ id: Download.ID) async throws {
         if runs.stopTransfer(id, .cancel) { return await waitForSettlement(id) }
         _ = try withDownloadLock(id) { record in try markCancelled(&record) }
-        runs.stoppedByCaller(id, .cancel)
+        runs.stoppedByCaller(id)
         queue.removeWaiting(id)
         await waitForHandedOverStart(id)
     }
@@ -122,7 +122,7 @@ extension DownloadManager {
     public func remove(_ id: Download.ID, deletingFile: Bool = false) async throws {
         if runs.stopTransfer(id, .remove(deletingFile: deletingFile)) { return await waitForSettlement(id) }
         _ = try withDownloadLock(id) { record in try delete(record, deletingFile: deletingFile) }
-        runs.stoppedByCaller(id, .remove(deletingFile: deletingFile))
+        runs.stoppedByCaller(id)
         queue.removeWaiting(id)
         await waitForHandedOverStart(id)
     }

@@ -63,9 +63,8 @@ extension DownloadManager {
         case .announceStopped:
             // Paused or removed by another process while it waited.
             session.stopped += 1
-            let snapshot = record?.snapshot() ?? Download(id: id, url: key.url, destination: nil, state: .removed, totalBytes: nil, completedBytes: 0)
-            hub.publish(record == nil || record?.state == .removed ? .removed(snapshot) : .paused(snapshot))
-            return
+            let known = Download(id: id, url: key.url, destination: nil, state: .removed, totalBytes: nil, completedBytes: 0)
+            return publishStopped(record, else: known)
         case .start:
             break
         }
@@ -116,14 +115,7 @@ extension DownloadManager {
             session.stopped += 1
             guard announce else { return }
             // Stopped before it could say so itself (another process paused or removed it).
-            let current = try? store.record(id: id)
-            if let current, current.state != .removed {
-                hub.publish(.paused(current.snapshot()))
-            } else {
-                var gone = current?.snapshot() ?? record.snapshot()
-                gone.state = .removed
-                hub.publish(.removed(gone))
-            }
+            publishStopped(try? store.record(id: id), else: record.snapshot())
         case .failed(let error, let announce):
             session.failed += 1
             if announce { publishFailure(id: id, record: record, error: error, count: false) }
@@ -131,6 +123,18 @@ extension DownloadManager {
             if var current = try? store.record(id: id) { try? markCancelled(&current) }
         case .remove(let deletingFile):
             if let current = try? store.record(id: id) { try? delete(current, deletingFile: deletingFile) }
+        }
+    }
+
+    /// Announces a download stopped by someone else as its record stands: `paused` while the
+    /// record is there and not removed, else `removed` (with `gone`'s snapshot when it is gone).
+    func publishStopped(_ current: DownloadRecord?, else gone: Download) {
+        if let current, current.state != .removed {
+            hub.publish(.paused(current.snapshot()))
+        } else {
+            var snapshot = current?.snapshot() ?? gone
+            snapshot.state = .removed
+            hub.publish(.removed(snapshot))
         }
     }
 

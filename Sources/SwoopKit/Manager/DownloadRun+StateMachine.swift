@@ -3,10 +3,10 @@
 /// settled. Pure: each input returns what the manager must do; the manager does the I/O.
 ///
 /// ```
-/// handedOver ──begin──▶ running ──stop(intent)──▶ stopping(intent)
-///     │                    │                          │
-///     └─stop─▶ stoppedBeforeStart                     │
-///                   │      └──────────ended───────────┴──▶ settled
+/// handedOver ──begin──▶ running ──stopTransfer(intent)──▶ stopping(intent)
+///     │                    │                                  │
+///     └─stoppedByCaller─▶ stoppedBeforeStart                  │
+///                   │      └──────────────ended───────────────┴──▶ settled
 ///                   └─begin─▶ settled
 /// ```
 ///
@@ -34,15 +34,6 @@ struct DownloadRun: Sendable {
         case stopping(StopIntent, terminalSent: Bool)
         /// Over: the manager has counted it and subscribers have heard how it ended.
         case settled
-    }
-
-    /// What a caller who asks to stop the download does.
-    enum StopAction: Sendable, Hashable {
-        /// Cancel the transfer's task and wait for the run to settle.
-        case cancelTransfer
-        /// No transfer runs: change the record under its lock and publish the event here (when the
-        /// run was handed over, wait for it to settle too).
-        case stopHere
     }
 
     /// What the manager does when the run begins, given the record it read under the lock.
@@ -114,18 +105,23 @@ struct DownloadRun: Sendable {
         return state == .handedOver
     }
 
-    /// A caller asks the download to stop, and what then.
-    mutating func stop(_ intent: StopIntent) -> StopAction {
+    /// A caller asks the transfer to stop, and what to do once it has. Returns `false`, changing
+    /// nothing, when no transfer runs: the caller then stops the download itself, under its lock,
+    /// and reports that with ``stoppedByCaller()`` once it succeeded.
+    mutating func stopTransfer(_ intent: StopIntent) -> Bool {
         switch state {
-        case .handedOver:
-            state = .stoppedBeforeStart
-            return .stopHere
-        case .stoppedBeforeStart, .settled:
-            return .stopHere
         case .running(let sent), .stopping(_, let sent):
             state = .stopping(intent, terminalSent: sent)
-            return .cancelTransfer
+            return true
+        case .handedOver, .stoppedBeforeStart, .settled:
+            return false
         }
+    }
+
+    /// The caller stopped the download itself (its record changed under the lock, its event out): a
+    /// run the queue handed over but that has not begun settles quietly when it does.
+    mutating func stoppedByCaller() {
+        if state == .handedOver { state = .stoppedBeforeStart }
     }
 
     /// The transfer published `event`. Returns whether subscribers get it: a `paused` event is

@@ -64,24 +64,20 @@ final class DownloadRuns: Sendable {
     /// Stops `id`'s transfer with `intent` (what to do once it has stopped) and cancels its task.
     /// Returns `false`, changing nothing, when no transfer of `id` runs: the caller stops it itself.
     func stopTransfer(_ id: Download.ID, _ intent: DownloadRun.StopIntent) -> Bool {
-        let task = entries.withLockedValue { entries -> Task<DownloadOutcome, any Error>?? in
-            guard var entry = entries[id], entry.run.isTransferring else { return .none }
-            _ = entry.run.stop(intent)
+        let (stopping, task) = entries.withLockedValue { entries -> (Bool, Task<DownloadOutcome, any Error>?) in
+            guard var entry = entries[id], entry.run.stopTransfer(intent) else { return (false, nil) }
             entries[id] = entry
-            return .some(entry.task)
+            return (true, entry.task)
         }
-        guard let task else { return false }
         task?.cancel()
-        return true
+        return stopping
     }
 
     /// The caller has stopped `id` itself, under its lock, and published the event: a run the queue
     /// handed over but that has not begun settles quietly.
-    func stoppedByCaller(_ id: Download.ID, _ intent: DownloadRun.StopIntent) {
+    func stoppedByCaller(_ id: Download.ID) {
         entries.withLockedValue { entries in
-            guard var entry = entries[id], !entry.run.isTransferring else { return }
-            _ = entry.run.stop(intent)
-            entries[id] = entry
+            entries[id]?.run.stoppedByCaller()
         }
     }
 

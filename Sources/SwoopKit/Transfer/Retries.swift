@@ -36,13 +36,15 @@ struct Retries: Sendable {
     ///   - progressed: The attempt got further than any attempt before it (not merely wrote bytes:
     ///     a server without ranges that stalls at the same point each time makes none): the count
     ///     starts again, so a slow but flaky server still finishes.
-    ///   - unreachable: The connection was refused or the host could not be resolved.
     ///   - jitter: A number in 0..<1 (random in production, fixed in tests).
-    mutating func decide(after error: SwoopError, progressed: Bool, unreachable: Bool = false, jitter: Double) -> Decision {
+    ///
+    /// A refused connection or a host that could not be resolved (``ErrorClassifier/isUnreachable(_:)``)
+    /// gets at most ``maxUnreachableRetries``.
+    mutating func decide(after error: SwoopError, progressed: Bool, jitter: Double) -> Decision {
         guard error.isRetryable else { return .giveUp }
         if progressed { failures = 0 }
         failures += 1
-        let most = unreachable ? min(maxRetries, Self.maxUnreachableRetries) : maxRetries
+        let most = ErrorClassifier.isUnreachable(error) ? min(maxRetries, Self.maxUnreachableRetries) : maxRetries
         guard failures <= most else { return .giveUp }
         return .retry(after: backoff.delay(beforeRetry: failures, retryAfter: error.retryAfter, jitter: jitter), attempt: failures, of: most)
     }

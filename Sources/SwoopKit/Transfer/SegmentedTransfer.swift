@@ -137,8 +137,7 @@ final class SegmentedTransfer: Sendable {
                 if error is CancellationError || Task.isCancelled { throw CancellationError() }
                 let swoopError = ErrorClassifier.classify(error, url: context.url.absoluteString, timeouts: context.configuration.timeouts)
                 let decision = retries.decide(
-                    after: swoopError, progressed: written(segmentAt: segment.start) > before,
-                    unreachable: ErrorClassifier.isUnreachable(swoopError), jitter: Double.random(in: 0..<1)
+                    after: swoopError, progressed: written(segmentAt: segment.start) > before, jitter: Double.random(in: 0..<1)
                 )
                 guard case .retry(let delay, _, _) = decision else {
                     // The whole download stops here; the transfer's own retries must not multiply these.

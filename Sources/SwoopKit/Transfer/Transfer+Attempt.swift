@@ -25,17 +25,14 @@ extension Transfer {
                 }
                 continue
             } catch let error as CancellationError {
-                throw await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), on: .pause)
+                throw await interrupted(by: error)
             } catch {
                 let swoopError = classify(error)
                 if swoopError.code == .cancelled || Task.isCancelled {
-                    throw await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), on: .pause)
+                    throw await interrupted(by: error)
                 }
                 furthest = max(furthest, offset)
-                let decision = retries.decide(
-                    after: swoopError, progressed: furthest > furthestBefore, unreachable: ErrorClassifier.isUnreachable(swoopError),
-                    jitter: Double.random(in: 0..<1)
-                )
+                let decision = retries.decide(after: swoopError, progressed: furthest > furthestBefore, jitter: Double.random(in: 0..<1))
                 guard case .retry(let delay, let attempt, let most) = decision else { throw await stop(swoopError, on: .fail) }
                 _ = try? await onDisk { try $0.saveProgress(error: swoopError) }
                 retrying = Download.Retry(attempt: attempt, maxRetries: most, reason: Self.shortReason(swoopError.message, url: record.url))
@@ -43,7 +40,7 @@ extension Transfer {
                 do {
                     try await Task.sleep(for: delay)
                 } catch {
-                    throw await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: error), on: .pause)
+                    throw await interrupted(by: error)
                 }
             }
         }
@@ -63,6 +60,11 @@ extension Transfer {
             return before
         }
         return message
+    }
+
+    /// Ends the run as paused: the task was cancelled (Ctrl-C, pause, shutdown) during `cause`.
+    func interrupted(by cause: any Error) async -> SwoopError {
+        await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: cause), on: .pause)
     }
 
     /// Ends the run: moves the state by ``DownloadStateMachine`` (`pause` or `fail`), saves progress
