@@ -31,6 +31,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     var position: Int
     var bytesPerSecond: Double
     var segments: String?
+    var settings: String
     var createdAt: Double
     var updatedAt: Double
 
@@ -59,18 +60,31 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         position = row[19]
         bytesPerSecond = row[20]
         segments = row[21]
-        createdAt = row[22]
-        updatedAt = row[23]
+        settings = row[22]
+        createdAt = row[23]
+        updatedAt = row[24]
     }
 
     static func encode(_ segments: [Segment]) -> String? {
         (try? encoder.encode(segments)).flatMap { String(data: $0, encoding: .utf8) }
     }
 
+    /// Settings as JSON; none set is `{}`.
+    static func encode(_ settings: DownloadSettings) -> String {
+        settings.isEmpty ? "{}" : (try? encoder.encode(settings)).flatMap { String(data: $0, encoding: .utf8) } ?? "{}"
+    }
+
+    /// Settings kept as JSON. Settings that cannot be read follow the configuration: they only tune
+    /// how a download is made, never which bytes it keeps.
+    static func decodeSettings(_ json: String) -> DownloadSettings {
+        json == "{}" ? DownloadSettings() : (try? decoder.decode(DownloadSettings.self, from: Data(json.utf8))) ?? DownloadSettings()
+    }
+
     static let columns = [
         "id", "url", "directory", "requestedName", "fileName", "state", "totalBytes", "committedBytes", "syncedBytes",
         "bootID", "etag", "lastModified", "finalSize", "finalModified", "checksum", "lastError", "headers",
-        "collisionPolicy", "priority", "position", "bytesPerSecond", "segments", "createdAt", "updatedAt",
+        "collisionPolicy", "priority", "position", "bytesPerSecond", "segments", "settings", "createdAt",
+        "updatedAt",
     ]
 
     /// `SELECT` of `columns`, in that order (what ``init(row:)`` reads by position), from the table.
@@ -87,12 +101,12 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         [
             id, url, directory, requestedName, fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag,
             lastModified, finalSize, finalModified, checksum, lastError, headers, collisionPolicy, priority, position,
-            bytesPerSecond, segments, createdAt, updatedAt,
+            bytesPerSecond, segments, settings, createdAt, updatedAt,
         ]
     }
 
     /// The columns a transfer changes: not the key (`url`, `directory`, `requestedName`), the queue
-    /// place (`priority`, `position`) or `createdAt`.
+    /// place (`priority`, `position`), the download's `settings` or `createdAt`.
     static let updateColumns = [
         "fileName", "state", "totalBytes", "committedBytes", "syncedBytes", "bootID", "etag", "lastModified", "finalSize",
         "finalModified", "checksum", "lastError", "headers", "collisionPolicy", "bytesPerSecond", "segments", "updatedAt",
@@ -135,6 +149,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         position = r.position
         bytesPerSecond = r.bytesPerSecond
         segments = r.segments.flatMap(Self.encode)
+        settings = Self.encode(r.settings)
         createdAt = r.createdAt.timeIntervalSince1970
         updatedAt = r.updatedAt.timeIntervalSince1970
     }
@@ -161,6 +176,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         r.bytesPerSecond = bytesPerSecond
         // Segments that cannot be read are not trusted: the download starts over, never splices.
         r.segments = segments.flatMap { try? Self.decoder.decode([Segment].self, from: Data($0.utf8)) }
+        r.settings = Self.decodeSettings(settings)
         r.updatedAt = Date(timeIntervalSince1970: updatedAt)
         return r
     }

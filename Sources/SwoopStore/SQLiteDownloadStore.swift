@@ -57,53 +57,6 @@ public final class SQLiteDownloadStore: DownloadStore {
         return (home as NSString).appendingPathComponent(".local/state/swoop")
     }
 
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1: downloads") { db in
-            try db.create(table: "download") { t in
-                t.primaryKey("id", .text)
-                t.column("url", .text).notNull()
-                t.column("directory", .text).notNull()
-                t.column("requestedName", .text).notNull()
-                t.column("fileName", .text)
-                t.column("state", .text).notNull()
-                    .check { Download.State.allCases.map(\.rawValue).contains($0) }
-                t.column("totalBytes", .integer).check { $0 == nil || $0 >= 0 }
-                t.column("committedBytes", .integer).notNull().check { $0 >= 0 }
-                t.column("syncedBytes", .integer).notNull().check { $0 >= 0 }
-                t.column("bootID", .text).notNull()
-                t.column("etag", .text)
-                t.column("lastModified", .text)
-                t.column("finalSize", .integer)
-                t.column("finalModified", .double)
-                t.column("checksum", .text)
-                t.column("lastError", .text)
-                // Seconds since 1970: GRDB's Date text format goes through DateFormatter (ICU), too
-                // slow for the checkpoint path.
-                t.column("createdAt", .double).notNull()
-                t.column("updatedAt", .double).notNull()
-                t.uniqueKey(["url", "directory", "requestedName"])
-            }
-        }
-        migrator.registerMigration("v2: queue and request options") { db in
-            try db.alter(table: "download") { t in
-                t.add(column: "headers", .text).notNull().defaults(to: "[]")
-                t.add(column: "collisionPolicy", .text).notNull().defaults(to: CollisionPolicy.rename.rawValue)
-                t.add(column: "priority", .integer).notNull().defaults(to: 0)
-                t.add(column: "position", .integer).notNull().defaults(to: 0)
-                t.add(column: "bytesPerSecond", .double).notNull().defaults(to: 0)
-            }
-            try db.create(index: "download_queue", on: "download", columns: ["priority", "position"])
-            try db.create(index: "download_file", on: "download", columns: ["directory", "fileName"])
-        }
-        migrator.registerMigration("v3: segments") { db in
-            try db.alter(table: "download") { t in
-                t.add(column: "segments", .text)
-            }
-        }
-        return migrator
-    }
-
     public func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
         try read { db in
             let statement = try db.cachedStatement(sql: "\(Row.select) WHERE url = ? AND directory = ? AND requestedName = ?")
@@ -196,7 +149,11 @@ public final class SQLiteDownloadStore: DownloadStore {
         try write { db in
             try db.inTransaction {
                 let statement = try db.cachedStatement(sql: "DELETE FROM download WHERE id = ?")
-                for id in ids { try statement.execute(arguments: [id.rawValue]) }
+                let control = try db.cachedStatement(sql: "DELETE FROM control WHERE id = ?")
+                for id in ids {
+                    try statement.execute(arguments: [id.rawValue])
+                    try control.execute(arguments: [id.rawValue])
+                }
                 return .commit
             }
         }
@@ -234,7 +191,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func delete(id: Download.ID) throws {
-        _ = try write { db in try Row.deleteOne(db, key: id.rawValue) }
+        try delete(ids: [id])
     }
 
     public var isDurable: Bool { true }
@@ -253,7 +210,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// `PRAGMA query_only`, and SQLite expires every prepared statement on such a flag change, so
     /// each read would re-prepare all the cached statements (a third of the store's CPU time with
     /// thousands of small downloads). A lone SELECT needs no explicit transaction.
-    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try database.inDatabase(body)
         } catch {
@@ -263,7 +220,7 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     /// Flushes the write-ahead log, so every commit made before this call survives a power loss:
     /// what `synchronous = FULL` does at each commit, but shared by concurrent callers.
-    private func makeDurable() throws {
+    func makeDurable() throws {
         do {
             try logSync.sync()
         } catch {
@@ -274,7 +231,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// Runs a write on the one connection. A lone statement commits by itself (autocommit);
     /// GRDB's `write` would wrap it in `BEGIN`/`COMMIT`, two more statements to parse each time.
     /// Writes of several statements open their own transaction.
-    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try database.writeWithoutTransaction(body)
         } catch {

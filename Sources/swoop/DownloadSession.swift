@@ -77,7 +77,7 @@ struct DownloadSession {
             // Resumed downloads get no `added` event: the board counts them waiting until they start.
             display.expect(ids)
             if ids.isEmpty {
-                console.notice("nothing to resume" + (try await failedLeftOut(work, manager: manager)))
+                console.notice("nothing to resume" + (try await leftOut(work, manager: manager)))
             } else {
                 status = await follow(events, pending: Set(ids), interrupted: { interruption.received != nil })
             }
@@ -108,27 +108,36 @@ struct DownloadSession {
             var seen = Set<Download.ID>()
             return try await manager.add(contentsOf: requests).filter { seen.insert($0).inserted }
         case .resume(nil, let states):
-            // -H given to resume replaces the stored headers of the same name (a fresh token).
-            return try await manager.resumeAll(replacingHeaders: try transfer.parsedHeaders(), states: states)
+            // -H given to resume replaces the stored headers of the same name (a fresh token); the
+            // settings given replace the stored ones, and are stored.
+            return try await manager.resumeAll(replacingHeaders: try transfer.parsedHeaders(), settings: try transfer.settings(), states: states)
         case .resume(let prefixes?, _):
             let headers = try transfer.parsedHeaders()
+            let settings = try transfer.settings()
             let records = try await manager.downloads()
             var ids: [Download.ID] = []
             for prefix in prefixes {
                 let id = try DownloadLookup.resolve(prefix, in: records)
-                try await manager.resume(id, replacingHeaders: headers)
+                try await manager.resume(id, replacingHeaders: headers, settings: settings)
                 ids.append(id)
             }
             return ids
         }
     }
 
-    /// For a bare resume that left failed downloads out: how many, and how to retry them.
-    private func failedLeftOut(_ work: Work, manager: DownloadManager) async throws -> String {
-        guard case .resume(nil, let states) = work, !states.contains(.failed) else { return "" }
-        let count = try await manager.downloads(matching: [.failed]).count
-        guard count > 0 else { return "" }
-        return "; \(count) failed (`swoop resume --failed` retries \(count == 1 ? "it" : "them"))"
+    /// For a bare resume that left paused or failed downloads out: how many, and how to go on.
+    private func leftOut(_ work: Work, manager: DownloadManager) async throws -> String {
+        guard case .resume(nil, let states) = work else { return "" }
+        var parts: [String] = []
+        if !states.contains(.paused) {
+            let count = try await manager.downloads(matching: [.paused]).count
+            if count > 0 { parts.append("\(count) paused (`swoop resume ID` or `--all` continues \(count == 1 ? "it" : "them"))") }
+        }
+        if !states.contains(.failed) {
+            let count = try await manager.downloads(matching: [.failed]).count
+            if count > 0 { parts.append("\(count) failed (`swoop resume --failed` retries \(count == 1 ? "it" : "them"))") }
+        }
+        return parts.map { "; " + $0 }.joined()
     }
 
     /// Prints each download's result as it ends; returns the exit status once all have ended (or
@@ -159,11 +168,14 @@ struct DownloadSession {
                 failures.append(Failure(download: download, error: error))
                 if global.json { printJSON(download) } else { console.error(error.userMessage) }
             case .paused, .removed:
-                // Paused by Ctrl-C: the closing notice says how to go on; otherwise another process did it.
+                // Interrupted by Ctrl-C: the closing notice says how to go on; otherwise `swoop pause`
+                // or `swoop rm` did it, here or in another terminal.
                 if global.json {
                     printJSON(download)
                 } else if !interrupted() {
-                    console.notice("\(download.url.isEmpty ? download.id.rawValue : download.url) was \(download.state.rawValue)")
+                    let name = download.url.isEmpty ? download.id.rawValue : download.url
+                    let next = download.state == .paused ? "; `swoop resume \(download.id.rawValue.prefix(8))` continues it" : ""
+                    console.notice("\(name) was \(download.state.rawValue)\(next)")
                 }
             default:
                 break

@@ -84,6 +84,9 @@ struct GetCommand: AsyncParsableCommand {
     private func makeRequests(console: Console) throws -> ([DownloadRequest], [SwoopError]) {
         let checksum = try checksum.map { try Checksum(parsing: $0) }
         let headers = try transfer.parsedHeaders()
+        let settings = try transfer.settings()
+        // Not given: a known download keeps its stored policy, a new one renames.
+        let collisionPolicy: CollisionPolicy? = overwrite ? .overwrite : (noClobber ? .fail : nil)
         var entries = urls.map { URLList.Entry(url: $0, fileName: nil, line: 0) }
         if let inputFile { entries += try Self.readList(inputFile) }
         // Resolved once (the current directory and its symlinks), not once per URL of a long list.
@@ -109,7 +112,8 @@ struct GetCommand: AsyncParsableCommand {
             request.checksum = checksum
             request.headers = headers
             request.priority = priority
-            request.collisionPolicy = overwrite ? .overwrite : (noClobber ? .fail : .rename)
+            request.collisionPolicy = collisionPolicy
+            request.settings = settings
             return request
         }
         return (requests, badLines)

@@ -47,7 +47,7 @@ struct TransferOptions: ParsableArguments {
         name: [.customShort("x"), .customShort("s"), .customLong("connections")],
         help: "Connections per file (default 1; -s as in aria2); a file splits only if the server supports ranges."
     )
-    var connections: Int = 1
+    var connections: Int?
 
     @Option(help: ArgumentHelp("Smallest segment when a file is split (default 8M; K, M, G suffixes).", valueName: "size"))
     var minSplitSize: String?
@@ -61,17 +61,17 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "The User-Agent header.")
     var userAgent: String?
 
-    @Option(help: "Retries after a transient failure (resets when bytes arrive).")
-    var retries: Int = 5
+    @Option(help: "Retries after a transient failure (default 5; the count resets when a download gets further).")
+    var retries: Int?
 
-    @Option(help: ArgumentHelp("First retry delay; doubles each retry.", valueName: "seconds"))
-    var retryWait: Double = 0.5
+    @Option(help: ArgumentHelp("First retry delay (default 0.5); doubles each retry.", valueName: "seconds"))
+    var retryWait: Double?
 
-    @Option(help: ArgumentHelp("Give up connecting after this long.", valueName: "seconds"))
-    var connectTimeout: Double = 30
+    @Option(help: ArgumentHelp("Give up connecting after this long (default 30).", valueName: "seconds"))
+    var connectTimeout: Double?
 
-    @Option(help: ArgumentHelp("Retry when no data arrives for this long (not a total deadline).", valueName: "seconds"))
-    var timeout: Double = 60
+    @Option(help: ArgumentHelp("Retry when no data arrives for this long (default 60; not a total deadline).", valueName: "seconds"))
+    var timeout: Double?
 
     @Option(help: "Most redirects to follow.")
     var maxRedirects: Int = 10
@@ -107,8 +107,8 @@ struct TransferOptions: ParsableArguments {
         if let maxPerHost, !(1...10_000).contains(maxPerHost) {
             throw ValidationError("--max-per-host must be between 1 and 10000")
         }
-        guard (0...1000).contains(retries) else { throw ValidationError("--retries must be between 0 and 1000") }
-        guard (1...64).contains(connections) else { throw ValidationError("-x/--connections must be between 1 and 64") }
+        if let retries, !(0...1000).contains(retries) { throw ValidationError("--retries must be between 0 and 1000") }
+        if let connections, !(1...64).contains(connections) { throw ValidationError("-x/--connections must be between 1 and 64") }
         if let minSplitSize {
             guard let bytes = ByteFormatting.parseSize(minSplitSize), bytes >= 1 << 10 else {
                 throw ValidationError("--min-split-size must be a size of at least 1K, like 1M or 20M (got '\(minSplitSize)')")
@@ -117,11 +117,12 @@ struct TransferOptions: ParsableArguments {
         if let keepFinished, keepFinished < 0 { throw ValidationError("--keep-finished must be 0 or more") }
         if let keepDays, !(keepDays >= 0 && keepDays <= 1_000_000) { throw ValidationError("--keep-days must be between 0 and 1000000") }
         guard (0...100).contains(maxRedirects) else { throw ValidationError("--max-redirects must be between 0 and 100") }
-        for value in [retryWait, connectTimeout, timeout] where !(value > 0 && value <= 1_000_000) {
+        for case let value? in [retryWait, connectTimeout, timeout] where !(value > 0 && value <= 1_000_000) {
             throw ValidationError("timeouts and waits must be more than 0 and at most 1000000 seconds")
         }
         do {
             _ = try limits()
+            _ = try settings()
         } catch let error as SwoopError {
             // One line and exit 2, before any state is created (a ValidationError prints the usage).
             throw error.exit(on: Console(quiet: false))
@@ -133,28 +134,37 @@ struct TransferOptions: ParsableArguments {
         try HeaderOption.parse(headers)
     }
 
-    /// The library configuration these options describe. The `-H` headers are not in it: `get`
-    /// stores them with each download, and `resume` replaces the stored ones of the same name.
+    /// The settings given on this command line, stored with each download (`get`) or laid over the
+    /// stored ones (`resume`). What is not given follows the stored settings, else the defaults.
+    func settings() throws -> DownloadSettings {
+        var settings = DownloadSettings()
+        settings.maxConnections = connections
+        settings.minSplitSize = minSplitSize.flatMap(ByteFormatting.parseSize)
+        settings.bytesPerSecond = try Self.rate(limitRate, option: "--limit-rate").map { $0 ?? 0 }
+        settings.maxRetries = retries
+        settings.retryWait = retryWait
+        settings.connectTimeout = connectTimeout
+        settings.idleTimeout = timeout
+        try proxy.apply(to: &settings)
+        return settings
+    }
+
+    /// The library configuration these options describe: what holds for the whole run. The
+    /// per-download options (`-H`, `-x`, `--limit-rate`, retries, timeouts, proxy) are not in it:
+    /// they are stored with each download (``settings()``).
     func configuration(lockDirectory: String?) throws -> SwoopKit.Configuration {
         var configuration = SwoopKit.Configuration()
         configuration.history.maxFinished = keepFinished
         configuration.history.maxAge = keepDays.map { .milliseconds(Int64($0 * 86_400_000)) }
         configuration.queue.maxConcurrentDownloads = maxConcurrent
         configuration.queue.maxPerHost = maxPerHost
-        configuration.segments.maxConnections = connections
         configuration.allowHTTP2 = http2
-        if let size = minSplitSize.flatMap(ByteFormatting.parseSize) { configuration.segments.minSplitSize = size }
-        configuration.retry.maxRetries = retries
-        configuration.retry.baseDelay = .milliseconds(Int64(retryWait * 1000))
-        configuration.timeouts.connect = .milliseconds(Int64(connectTimeout * 1000))
-        configuration.timeouts.idle = .milliseconds(Int64(timeout * 1000))
         configuration.redirects.maxRedirects = maxRedirects
         configuration.redirects.allowInsecureDowngrade = allowInsecureRedirect
         configuration.tls.caCertificatePath = caCertificate
         configuration.tls.insecure = insecure
         if let userAgent { configuration.userAgent = userAgent }
         configuration.lockDirectory = lockDirectory
-        try proxy.apply(to: &configuration)
         configuration.limits = try limits()
         return configuration
     }
@@ -165,24 +175,23 @@ struct TransferOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Limit all downloads together to RATE bytes/s (K, M, G suffixes; 0: no limit).", valueName: "rate"))
     var maxOverallLimit: String?
 
-    /// The `--limit-rate` and `--max-overall-limit` values.
+    /// The `--max-overall-limit` value (`--limit-rate` is each download's own: ``settings()``).
     ///
     /// - Throws: ``SwoopError/Code/invalidArgument`` naming the option and the value.
     func limits() throws -> SwoopKit.Configuration.Limits {
         var limits = SwoopKit.Configuration.Limits()
-        limits.perDownloadBytesPerSecond = try Self.rate(limitRate, option: "--limit-rate")
-        limits.overallBytesPerSecond = try Self.rate(maxOverallLimit, option: "--max-overall-limit")
+        limits.overallBytesPerSecond = try Self.rate(maxOverallLimit, option: "--max-overall-limit") ?? nil
         return limits
     }
 
     /// A rate such as `500K` or `1.5M` in bytes per second (binary units, as sizes); `0` is no limit,
-    /// as in aria2.
-    static func rate(_ text: String?, option: String) throws -> Int? {
+    /// as in aria2 (`.some(nil)`); no text is `nil`.
+    static func rate(_ text: String?, option: String) throws -> Int?? {
         guard let text else { return nil }
         guard let bytes = ByteFormatting.parseSize(text) else {
             throw SwoopError(.invalidArgument, "invalid \(option) '\(text)': give bytes per second such as 500K, 2M or 1G (0 for no limit)")
         }
-        return bytes == 0 ? nil : bytes
+        return .some(bytes == 0 ? nil : bytes)
     }
 }
 
@@ -235,14 +244,22 @@ struct ProxyOptions: ParsableArguments {
     @Flag(help: "Ignore the proxy environment variables (https_proxy, http_proxy, all_proxy, no_proxy).")
     var noProxyEnv = false
 
-    func apply(to configuration: inout SwoopKit.Configuration) throws {
-        configuration.proxy.url = proxy
+    /// Applies the options given to a download's settings (what is not given stays as stored).
+    func apply(to settings: inout DownloadSettings) throws {
         if let proxy, !proxy.trimmingCharacters(in: .whitespaces).isEmpty {
             // Checked here so that the error names the option (the engine names "the proxy setting").
             _ = try ProxySettings(parsing: proxy.trimmingCharacters(in: .whitespaces), source: "--proxy")
         }
-        configuration.proxy.noProxy = noproxy
-        configuration.proxy.useEnvironment = !noProxyEnv
+        settings.proxy = proxy
+        settings.noProxy = noproxy
+        if noProxyEnv { settings.useProxyEnvironment = false }
+    }
+
+    /// Applies the options to a configuration (`fetch`, which stores nothing).
+    func apply(to configuration: inout SwoopKit.Configuration) throws {
+        var settings = DownloadSettings()
+        try apply(to: &settings)
+        configuration = settings.applied(to: configuration)
     }
 }
 

@@ -12,7 +12,8 @@ struct SwoopCommand: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            GetCommand.self, ResumeCommand.self, ListCommand.self, PauseCommand.self, RemoveCommand.self, FetchCommand.self,
+            GetCommand.self, ResumeCommand.self, ListCommand.self, PauseCommand.self, RemoveCommand.self, LimitCommand.self,
+            FetchCommand.self,
         ],
         // `swoop URL` is `swoop get URL`.
         defaultSubcommand: GetCommand.self

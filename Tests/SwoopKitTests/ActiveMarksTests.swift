@@ -32,7 +32,7 @@ struct ActiveMarksTests {
         download.cancel()
         let (result, _) = await download.value
         #expect(throws: SwoopError.self) { try result.get() }
-        #expect(try store.all().first?.state == .paused)
+        #expect(try store.all().first?.state == .interrupted)
         withExtendedLifetime(silent) {}
     }
 

@@ -418,7 +418,7 @@ struct DownloadManagerTests {
         #expect(ContinuousClock.now - began < .seconds(10))
         for id in ids {
             let record = try #require(try run.store.record(id: id))
-            #expect(record.state == .paused)
+            #expect(record.state == .interrupted)
             #expect(record.committedBytes == 300_000)
         }
         #expect(await eventually { f.server.openConnections == 0 })
@@ -453,7 +453,7 @@ struct DownloadManagerTests {
         #expect(stats.active == 0)
         #expect(await run.manager.isRunning == false)
         try await run.manager.pause(ids[4])
-        #expect(try run.store.record(id: ids[0])?.state == .paused)
+        #expect(try run.store.record(id: ids[0])?.state == .interrupted)
         #expect(try run.store.record(id: ids[0])?.committedBytes == 200_000)
         #expect(try run.store.record(id: ids[4])?.state == .paused)
         #expect(try run.store.record(id: ids[3])?.state == .waiting)
@@ -479,7 +479,7 @@ struct DownloadManagerTests {
         try await second.value
         // Whichever returned, everything is settled already.
         for id in ids {
-            #expect(try run.store.record(id: id)?.state == .paused)
+            #expect(try run.store.record(id: id)?.state == .interrupted)
         }
         #expect(await eventually { run.events.ended })
         try await first.value

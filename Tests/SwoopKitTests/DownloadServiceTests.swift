@@ -38,7 +38,7 @@ struct DownloadServiceTests {
         await group.triggerGracefulShutdown()
         try await running.value
         let saved = try #require(try store.record(id: id))
-        #expect(saved.state == .paused)
+        #expect(saved.state == .interrupted)
         #expect(saved.committedBytes == 300_000)
         #expect(await eventually { events.ended })
         #expect(events.terminal(id).map(\.caseName) == ["paused"])

@@ -9,8 +9,12 @@ struct DownloadStateMachineTests {
     /// Every allowed transition; everything else must be refused.
     static let allowed: [Download.State: [Request: Download.State]] = [
         .waiting: [.start: .active, .pause: .paused, .remove: .removed],
-        .active: [.complete: .completed, .fail: .failed, .pause: .paused, .remove: .removed, .recover: .waiting],
+        .active: [
+            .complete: .completed, .fail: .failed, .pause: .paused, .interrupt: .interrupted, .remove: .removed, .recover: .waiting,
+        ],
         .paused: [.resume: .waiting, .remove: .removed],
+        // A bare resume continues it; a pause keeps it from that.
+        .interrupted: [.resume: .waiting, .pause: .paused, .remove: .removed],
         .failed: [.resume: .waiting, .remove: .removed],
         .completed: [.invalidate: .waiting, .remove: .removed],
         .removed: [:],

@@ -159,8 +159,9 @@ struct RateLimitTests {
         f.configuration.limits.perDownloadBytesPerSecond = nil
         let run = try f.start()
         var request = try f.request("/x.bin")
-        request.bytesPerSecond = 0
-        await #expect(throws: SwoopError.self) { try await run.manager.add(request) }
+        request.bytesPerSecond = -1
+        let named = await #expect(throws: SwoopError.self) { try await run.manager.add(request) }
+        #expect(named?.message == "\(request.url.absoluteString): a rate limit must be 0 (none) or more (got -1)")
         #expect(try await run.manager.downloads().isEmpty)
         let unknown = await #expect(throws: SwoopError.self) { try await run.manager.setRateLimit(.make(), bytesPerSecond: 1000) }
         #expect(unknown?.code == .notFound)

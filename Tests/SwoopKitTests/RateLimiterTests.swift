@@ -74,43 +74,38 @@ struct RateLimiterTests {
 
     // MARK: - RateLimits (the manager's registry)
 
-    @Test func aDownloadsRateIsChosenThenRequestedThenTheDefault() throws {
+    @Test func aDownloadsRateIsItsOwnElseTheDefault() throws {
         var limits = Configuration.Limits()
         limits.perDownloadBytesPerSecond = 1000
         limits.overallBytesPerSecond = 5000
         let registry = try RateLimits(limits)
-        let (a, b, c, d) = (Download.ID.make(), Download.ID.make(), Download.ID.make(), Download.ID.make())
-        try registry.set(a, rate: 10)
-        var request = try DownloadRequest(url: "http://example.com/b", directory: "/tmp")
-        request.bytesPerSecond = 20
-        try registry.remember([request], ids: [b])
-        try registry.set(d, rate: nil)
+        let (a, c, d) = (Download.ID.make(), Download.ID.make(), Download.ID.make())
+        // Not running: nothing to change (the stored settings give the rate at start).
+        #expect(try registry.set(a, own: .some(10)) == false)
 
-        let throttle = try registry.start(a, requested: 30)
-        #expect(throttle.limiters.map(\.bytesPerSecond) == [10, 5000])
+        let throttle = registry.start(a, own: .some(30))
+        #expect(throttle.limiters.map(\.bytesPerSecond) == [30, 5000])
         #expect(throttle.limiters.last === registry.overall)
-        _ = try registry.start(b, requested: nil)
-        _ = try registry.start(c, requested: nil)
-        _ = try registry.start(d, requested: nil)
-        #expect(registry.runningRate(a) == 10)
-        #expect(registry.runningRate(b) == 20)
-        #expect(registry.runningRate(c) == 1000)
-        #expect(registry.runningRate(d) == nil)
+        _ = registry.start(c, own: nil)
+        _ = registry.start(d, own: .some(nil))
+        #expect([a, c, d].map(registry.runningRate) == [30, 1000, nil])
 
         // A new default reaches only the downloads without a rate of their own.
         try registry.setDefault(2000)
-        #expect([a, b, c, d].map(registry.runningRate) == [10, 20, 2000, nil])
-        try registry.set(c, rate: 7)
+        #expect([a, c, d].map(registry.runningRate) == [30, 2000, nil])
+        #expect(try registry.set(c, own: .some(7)))
         try registry.setDefault(3000)
         #expect(registry.runningRate(c) == 7)
+        // Back to following the default.
+        #expect(try registry.set(c, own: nil))
+        #expect(registry.runningRate(c) == 3000)
+        try registry.setDefault(4000)
+        #expect(registry.runningRate(c) == 4000)
         try registry.setOverall(nil)
         #expect(registry.overall.bytesPerSecond == nil)
 
         registry.finish(a)
         #expect(registry.runningRate(a) == nil)
-        // The chosen rate holds for the next start.
-        _ = try registry.start(a, requested: nil)
-        #expect(registry.runningRate(a) == 10)
     }
 
     @Test func ratesBelowOneAreErrorsNamingTheValue() throws {
@@ -122,10 +117,10 @@ struct RateLimiterTests {
         let registry = try RateLimits(Configuration.Limits())
         #expect(throws: SwoopError.self) { try registry.setDefault(-1) }
         #expect(throws: SwoopError.self) { try registry.setOverall(0) }
-        #expect(throws: SwoopError.self) { try registry.set(.make(), rate: 0) }
-        var request = try DownloadRequest(url: "http://example.com/x", directory: "/tmp")
-        request.bytesPerSecond = -3
-        let named = #expect(throws: SwoopError.self) { try registry.remember([request], ids: [.make()]) }
-        #expect(named?.message.contains("http://example.com/x: -3 bytes") == true)
+        #expect(throws: SwoopError.self) { try registry.set(.make(), own: .some(0)) }
+        var settings = DownloadSettings()
+        settings.bytesPerSecond = -3
+        let named = #expect(throws: SwoopError.self) { try settings.validate() }
+        #expect(named?.message.contains("(got -3)") == true)
     }
 }

@@ -149,7 +149,7 @@ struct SegmentedDownloadTests {
         _ = await task.result
         try await manager.shutdown()
         let saved = try #require(try store.all().first)
-        #expect(saved.state == .paused)
+        #expect(saved.state == .interrupted)
         let segments = try #require(saved.segments)
         #expect(segments.count == 4)
         #expect(segments.allSatisfy { $0.written > 0 })

@@ -277,7 +277,7 @@ struct TransferTests {
         let result = await task.result
         #expect(throws: SwoopError.self) { try result.get() }
         let saved = try #require(try store.all().first)
-        #expect(saved.state == .paused)
+        #expect(saved.state == .interrupted)
         #expect(saved.committedBytes == 1_200_000)
         #expect(!FileManager.default.fileExists(atPath: f.path("f.bin")))
         _ = try await manager.download(request)

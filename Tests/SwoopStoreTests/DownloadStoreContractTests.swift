@@ -121,4 +121,56 @@ struct DownloadStoreContractTests {
         }
         #expect(try store.all().count == states.count)
     }
+
+    /// Settings are written by `update(settings:id:)` and by saves, never by a transfer's update: a
+    /// limit changed while the download runs survives the transfer's next save.
+    @Test(arguments: Kind.allCases)
+    func settingsChangeOnlyThroughTheirOwnUpdateOrASave(kind: Kind) throws {
+        let store = try makeStore(kind)
+        var stored = record()
+        stored.settings.maxConnections = 4
+        stored.settings.proxy = ""
+        try store.save(stored)
+        #expect(try store.record(id: stored.id)?.settings == stored.settings)
+
+        var changed = stored.settings
+        changed.bytesPerSecond = 100_000
+        try store.update(settings: changed, id: stored.id)
+        var transfer = stored
+        transfer.committedBytes = 500
+        try store.update(transfer, durable: true)
+        let after = try #require(try store.record(id: stored.id))
+        #expect(after.settings == changed)
+        #expect(after.committedBytes == 500)
+    }
+
+    /// A control waits in the store until it is cleared, one per download (a newer one replaces
+    /// it); the SQLite store forgets it with the record. The in-memory store shares no process
+    /// and refuses to pass one.
+    @Test func controlsWaitUntilClearedOnePerDownload() throws {
+        let store = try makeStore(.sqlite)
+        let (a, b) = (record("a.bin"), record("b.bin"))
+        try store.save(contentsOf: [a, b])
+        #expect(try store.controls().isEmpty)
+        try store.post(.pause, id: a.id)
+        try store.post(.remove(deletingFile: true), id: b.id)
+        #expect(try store.controls() == [a.id: .pause, b.id: .remove(deletingFile: true)])
+        try store.post(.applySettings, id: a.id)
+        #expect(try store.controls()[a.id] == .applySettings)
+        try store.clearControl(id: a.id)
+        #expect(try store.controls() == [b.id: .remove(deletingFile: true)])
+        try store.delete(id: b.id)
+        #expect(try store.controls().isEmpty)
+
+        let memory = try makeStore(.memory)
+        #expect(throws: SwoopError.self) { try memory.post(.pause, id: a.id) }
+        #expect(try memory.controls().isEmpty)
+    }
+
+    @Test func everyControlRoundTripsThroughItsText() {
+        let all: [DownloadControl] = [.pause, .cancel, .remove(deletingFile: false), .remove(deletingFile: true), .applySettings]
+        for control in all { #expect(DownloadControl(rawValue: control.rawValue) == control) }
+        #expect(DownloadControl(rawValue: "explode") == nil)
+        #expect(Set(all.map(\.rawValue)).count == all.count)
+    }
 }

@@ -2,6 +2,8 @@ import Foundation
 import SwoopKit
 import Testing
 
+import GRDB
+
 @testable import SwoopStore
 
 @Suite("SQLite store")
@@ -200,6 +202,44 @@ struct SQLiteDownloadStoreTests {
         #expect(SQLiteDownloadStore.defaultDirectory(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/swoop")
         #expect(SQLiteDownloadStore.defaultDirectory(environment: ["HOME": "/h"]) == "/h/.local/state/swoop")
         #expect(SQLiteDownloadStore.defaultDirectory(environment: ["XDG_STATE_HOME": "relative", "HOME": "/h"]) == "/h/.local/state/swoop")
+    }
+
+    /// A database from before settings and the `interrupted` state (migrations v1–v3) keeps its
+    /// downloads through the table's rebuild, with no settings of their own; afterwards the new
+    /// state and settings can be written.
+    @Test func aVersionThreeDatabaseMigratesKeepingItsDownloads() throws {
+        let path = directory + "/old.sqlite"
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteDownloadStore.migrator.migrate(queue, upTo: "v3: segments")
+            try queue.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO download (id, url, directory, requestedName, fileName, state, totalBytes, committedBytes,
+                        syncedBytes, bootID, checksum, createdAt, updatedAt, headers, collisionPolicy, priority, position,
+                        bytesPerSecond, segments)
+                        VALUES ('old-1', 'http://127.0.0.1/o.bin', '/tmp/x', '', 'o.bin', 'paused', 1000, 400, 300, 'b',
+                        'md5=00', 1, 2, '[{"name":"X-A","value":"1"}]', 'overwrite', 3, 4, 0, NULL)
+                        """
+                )
+            }
+        }
+        let store = try SQLiteDownloadStore(path: path)
+        let old = try #require(try store.record(id: Download.ID("old-1")))
+        #expect(old.state == .paused)
+        #expect((old.committedBytes, old.syncedBytes, old.totalBytes) == (400, 300, 1000))
+        #expect(old.headers == [HTTPHeaderField(name: "X-A", value: "1")])
+        #expect((old.collisionPolicy, old.priority, old.position) == (.overwrite, 3, 4))
+        #expect(old.settings == DownloadSettings())
+        var changed = old
+        changed.state = .interrupted
+        changed.settings.maxRetries = 2
+        try store.save(changed)
+        try store.post(.pause, id: old.id)
+        try store.close()
+        let reopened = try SQLiteDownloadStore(path: path)
+        #expect(try reopened.record(id: old.id) == changed)
+        #expect(try reopened.controls() == [old.id: .pause])
     }
 }
 

@@ -43,7 +43,7 @@ extension HTTPClientPool {
                 request.headers.add(name: header.name, value: header.value)
             }
             let deadline = TimeAmount(configuration.timeouts.connect + configuration.timeouts.idle)
-            let (httpClient, proxy) = try self.client(for: redirects.current, slow: slow)
+            let (httpClient, proxy) = try self.client(for: redirects.current, slow: slow, settings: configuration)
             let response: HTTPClientResponse
             do {
                 response = try await httpClient.execute(request, timeout: deadline, logger: logger)

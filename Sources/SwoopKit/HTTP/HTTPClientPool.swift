@@ -20,6 +20,8 @@ final class HTTPClientPool: Sendable {
     private struct Key: Hashable {
         var proxy: ProxySettings?
         var slow: Bool
+        /// A download's own timeouts (AsyncHTTPClient sets them per client).
+        var timeouts: Configuration.Timeouts
     }
 
     private struct State {
@@ -43,21 +45,30 @@ final class HTTPClientPool: Sendable {
         )
         // Made now so that a bad TLS setting fails here, not on the first request.
         let direct = try HTTPClientFactory.make(configuration)
-        state = NIOLockedValueBox(State(clients: [Key(proxy: nil, slow: false): direct]))
+        state = NIOLockedValueBox(State(clients: [Key(proxy: nil, slow: false, timeouts: configuration.timeouts): direct]))
     }
 
     /// The client for a URL (made on first use) and the proxy it goes through, if any.
     ///
-    /// - Parameter slow: For a download held under ``slowRate``: small socket reads.
-    /// - Throws: `HTTPClientError.alreadyShutdown` after ``shutdown()``, as a shut-down client would.
-    func client(for url: URL, slow: Bool = false) throws -> (client: HTTPClient, proxy: ProxySettings?) {
-        let proxy = selector.proxy(for: url)
-        let key = Key(proxy: proxy, slow: slow)
+    /// - Parameters:
+    ///   - slow: For a download held under ``slowRate``: small socket reads.
+    ///   - settings: The configuration of the download, when its own settings change the proxy or
+    ///     the timeouts (``DownloadSettings``); `nil` uses the pool's.
+    /// - Throws: `HTTPClientError.alreadyShutdown` after ``shutdown()``, as a shut-down client would;
+    ///   ``SwoopError`` for a download's proxy setting that is not valid.
+    func client(for url: URL, slow: Bool = false, settings: Configuration? = nil) throws -> (client: HTTPClient, proxy: ProxySettings?) {
+        let settings = settings ?? configuration
+        let proxy = try settings.proxy == configuration.proxy
+            ? selector.proxy(for: url)
+            : ProxySelector(settings.proxy, environment: settings.proxy.environment ?? ProcessInfo.processInfo.environment).proxy(for: url)
+        let key = Key(proxy: proxy, slow: slow, timeouts: settings.timeouts)
         return try state.withLockedValue { state in
             guard !state.isShutDown else { throw HTTPClientError.alreadyShutdown }
             if let client = state.clients[key] { return (client, proxy) }
+            var made = configuration
+            made.timeouts = settings.timeouts
             let client = try HTTPClientFactory.make(
-                configuration, proxy: proxy.map(Self.clientProxy), readSize: slow ? Self.slowReadSize : nil
+                made, proxy: proxy.map(Self.clientProxy), readSize: slow ? Self.slowReadSize : nil
             )
             state.clients[key] = client
             return (client, proxy)

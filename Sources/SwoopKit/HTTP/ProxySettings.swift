@@ -132,8 +132,9 @@ public struct ProxySettings: Sendable, Hashable, CustomStringConvertible {
         return (host.lowercased(), parts.count == 2 ? parts[1] : nil)
     }
 
-    /// The text with everything between the scheme and the last `@` replaced by `***`.
-    static func masked(_ text: String) -> String {
+    /// A proxy URL as it can be shown: everything between the scheme and the last `@` (the
+    /// credentials) replaced by `***`.
+    public static func masked(_ text: String) -> String {
         guard let at = text.lastIndex(of: "@") else { return text }
         let start = text.range(of: "://").map(\.upperBound) ?? text.startIndex
         guard start <= at else { return text }

@@ -17,6 +17,13 @@ extension DownloadManager {
     /// - Returns: The ids, one per request, in order (a request repeated in the list gets the same id).
     public func add(contentsOf requests: [DownloadRequest]) throws -> [Download.ID] {
         guard phase == .idle || phase == .running else { throw Self.stoppedError }
+        for request in requests {
+            do {
+                try request.settings.validate()
+            } catch let error as SwoopError {
+                throw SwoopError(error.code, "\(request.url.absoluteString): \(error.message)")
+            }
+        }
         var position = try nextQueuePosition()
         var byKey: [DownloadKey: DownloadRecord] = [:]
         var ids: [Download.ID] = []
@@ -62,7 +69,6 @@ extension DownloadManager {
             toSave.append(record)
             queued.append(record)
         }
-        try rateLimits.remember(requests, ids: ids)
         nextPosition = position
         try store.save(contentsOf: toSave)
         for record in toSave { hub.publish(.added(record.snapshot())) }
@@ -78,16 +84,21 @@ extension DownloadManager {
         schedule()
     }
 
-    /// Puts a stored record back in line: paused and failed ones resume, a removed one starts afresh.
+    /// Puts a stored record back in line: paused, interrupted and failed ones resume, a removed one
+    /// starts afresh.
     static func requeue(_ record: inout DownloadRecord) throws {
         switch record.state {
-        case .paused, .failed:
+        case .paused, .interrupted, .failed:
             record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get()
         case .removed:
-            record = DownloadRecord(
+            var fresh = DownloadRecord(
                 id: record.id, url: record.url, directory: record.directory, requestedName: record.requestedName,
                 bootID: FileSystem.bootID, now: record.createdAt
             )
+            // A fresh start of the same download, asked for the same way.
+            (fresh.headers, fresh.checksum, fresh.collisionPolicy, fresh.settings) = (record.headers, record.checksum, record.collisionPolicy, record.settings)
+            (fresh.priority, fresh.position) = (record.priority, record.position)
+            record = fresh
         case .waiting, .active, .completed:
             // An `active` record belongs to a live process (its lock decides at start) or to a dead
             // one (recovered at start); a completed one is checked at start.

@@ -1,19 +1,24 @@
 import Foundation
 
 extension DownloadManager {
-    /// Pauses a download: a running one stops (progress saved), a waiting one leaves the queue.
+    /// Pauses a download: a running one stops (progress saved), a waiting one leaves the queue. A
+    /// paused download stays paused until it is resumed by name (a bare `swoop resume` leaves it).
+    ///
+    /// A download another process is transferring is paused by that process, asked through the
+    /// store; this returns once it has.
     ///
     /// - Throws: ``SwoopError/Code/notFound`` for an unknown id; ``SwoopError/Code/inUse`` when
-    ///   another process runs it; ``SwoopError/Code/invalidArgument`` when its state does not allow it.
+    ///   another process runs it and does not answer; ``SwoopError/Code/invalidArgument`` when its
+    ///   state does not allow it.
     public func pause(_ id: Download.ID) async throws {
         if runs.stopTransfer(id, .pause) { return await waitForSettlement(id) }
-        let record = try withDownloadLock(id) { record in
+        guard let record = try await withLockOrOwner(id, asking: .pause, { record in
             // Under the lock, `active` can only be what a dead process left.
             record.state = try DownloadStateMachine.next(after: record.state == .active ? .waiting : record.state, on: .pause).get()
             record.bytesPerSecond = 0
             record.updatedAt = Date()
             try store.save(record)
-        }
+        }) else { return }
         runs.stoppedByCaller(id)
         queue.removeWaiting(id)
         session.stopped += 1
@@ -22,10 +27,16 @@ extension DownloadManager {
         await waitForHandedOverStart(id)
     }
 
-    /// Puts a paused or failed download (or one a dead process left behind) back in the queue.
+    /// Puts a paused, interrupted or failed download (or one a dead process left behind) back in
+    /// the queue.
     ///
-    /// - Parameter headers: Request headers to store with it (replacing stored ones of the same name).
-    public func resume(_ id: Download.ID, replacingHeaders headers: [(name: String, value: String)] = []) throws {
+    /// - Parameters:
+    ///   - headers: Request headers to store with it (replacing stored ones of the same name).
+    ///   - settings: Settings laid over its stored ones and stored (see ``DownloadSettings/overriding(with:)``).
+    public func resume(
+        _ id: Download.ID, replacingHeaders headers: [(name: String, value: String)] = [], settings: DownloadSettings = DownloadSettings()
+    ) throws {
+        try settings.validate()
         guard !queue.contains(id), !runs.contains(id) else {
             throw SwoopError(.invalidArgument, "download \(id) is already \(queue.isWaiting(id) ? "waiting" : "active")")
         }
@@ -40,7 +51,8 @@ extension DownloadManager {
         default:
             record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get()
         }
-        record.headers = Self.merged(record.headers, headers)
+        record.headers = DownloadRecord.merged(record.headers, headers)
+        record.settings = record.settings.overriding(with: settings)
         record.updatedAt = Date()
         try store.save(record)
         enqueue([record])
@@ -53,25 +65,27 @@ extension DownloadManager {
         for id in ids { try? await pause(id) }
     }
 
-    /// Resumes every unfinished download in the store (paused, failed, waiting, or left active by a
-    /// process that died), in queue order.
+    /// Resumes every unfinished download in the store (paused, interrupted, failed, waiting, or left
+    /// active by a process that died), in queue order.
     ///
     /// - Parameters:
     ///   - headers: Request headers to store with each (replacing stored ones of the same name),
     ///     such as a fresh `Authorization`.
-    ///   - states: Which unfinished states to resume (all of them by default; `swoop resume` leaves
-    ///     failed ones out unless asked).
+    ///   - settings: Settings laid over each one's stored settings and stored.
+    ///   - states: Which unfinished states to resume (all of them by default; a bare `swoop resume`
+    ///     takes waiting and interrupted ones, leaving paused and failed ones until asked).
     /// - Returns: The ids queued.
     @discardableResult
     public func resumeAll(
-        replacingHeaders headers: [(name: String, value: String)] = [],
-        states: Set<Download.State> = [.waiting, .paused, .failed, .active]
+        replacingHeaders headers: [(name: String, value: String)] = [], settings: DownloadSettings = DownloadSettings(),
+        states: Set<Download.State> = [.waiting, .paused, .interrupted, .failed, .active]
     ) throws -> [Download.ID] {
+        try settings.validate()
         var resumed: [DownloadRecord] = []
         for var record in try store.all()
         where !queue.contains(record.id) && !runs.contains(record.id) && states.contains(record.state) {
             switch record.state {
-            case .waiting, .paused, .failed:
+            case .waiting, .paused, .interrupted, .failed:
                 if record.state != .waiting { record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get() }
             case .active:
                 // Left by a process that died, unless one is running it (then it is not ours to resume).
@@ -80,7 +94,8 @@ extension DownloadManager {
             case .completed, .removed:
                 continue
             }
-            record.headers = Self.merged(record.headers, headers)
+            record.headers = DownloadRecord.merged(record.headers, headers)
+            record.settings = record.settings.overriding(with: settings)
             record.updatedAt = Date()
             resumed.append(record)
         }
@@ -90,21 +105,12 @@ extension DownloadManager {
         return resumed.map(\.id)
     }
 
-    /// `stored` with each of `new` replacing the headers of the same name.
-    static func merged(_ stored: [HTTPHeaderField], _ new: [(name: String, value: String)]) -> [HTTPHeaderField] {
-        var result = stored
-        for header in new {
-            result.removeAll { $0.name.lowercased() == header.name.lowercased() }
-            result.append(HTTPHeaderField(name: header.name, value: header.value))
-        }
-        return result
-    }
-
     /// Stops a download for good: the part file is deleted and the record is kept as `removed`
-    /// (a completed file stays where it is).
+    /// (a completed file stays where it is). Another process transferring it is asked to, as
+    /// ``pause(_:)`` does.
     public func cancel(_ id: Download.ID) async throws {
         if runs.stopTransfer(id, .cancel) { return await waitForSettlement(id) }
-        _ = try withDownloadLock(id) { record in try markCancelled(&record) }
+        guard try await withLockOrOwner(id, asking: .cancel, { record in try markCancelled(&record) }) != nil else { return }
         runs.stoppedByCaller(id)
         queue.removeWaiting(id)
         await waitForHandedOverStart(id)
@@ -118,10 +124,14 @@ extension DownloadManager {
     }
 
     /// Forgets a download: stops it if running and deletes its record; with `deletingFile`, also its
-    /// part file and its final file (a final file changed since Swoop wrote it is kept).
+    /// part file and its final file (a final file changed since Swoop wrote it is kept). Another
+    /// process transferring it is asked to, as ``pause(_:)`` does.
     public func remove(_ id: Download.ID, deletingFile: Bool = false) async throws {
         if runs.stopTransfer(id, .remove(deletingFile: deletingFile)) { return await waitForSettlement(id) }
-        _ = try withDownloadLock(id) { record in try delete(record, deletingFile: deletingFile) }
+        let asking = DownloadControl.remove(deletingFile: deletingFile)
+        guard try await withLockOrOwner(id, asking: asking, { record in try delete(record, deletingFile: deletingFile) }) != nil else {
+            return
+        }
         runs.stoppedByCaller(id)
         queue.removeWaiting(id)
         await waitForHandedOverStart(id)

@@ -7,8 +7,8 @@ extension DownloadManager {
     /// The download keeps one id throughout: its events carry the id of its record (a new one, or
     /// the stored one when the same URL, directory and name were downloaded before), and
     /// ``pause(_:)``, ``cancel(_:)`` and ``setRateLimit(_:bytesPerSecond:)`` take that id. It counts in
-    /// ``stats()``' completed, failed and stopped like a queued download, and a rate chosen for that
-    /// id with ``setRateLimit(_:bytesPerSecond:)`` wins over the request's own.
+    /// ``stats()``' completed, failed and stopped like a queued download. The request's options and
+    /// settings are laid over the stored ones and stored.
     ///
     /// - Returns: How it ended, with the final snapshot.
     /// - Throws: ``SwoopError``; ``SwoopError/Code/cancelled`` when the task was cancelled (progress saved);
@@ -16,10 +16,18 @@ extension DownloadManager {
     ///   in its queue).
     public func download(_ request: DownloadRequest) async throws -> DownloadOutcome {
         guard phase == .idle || phase == .running else { throw Self.stoppedError }
-        try RateLimits.validate(request.bytesPerSecond, "the rate limit of \(request.url.absoluteString)")
+        do {
+            try request.settings.validate()
+        } catch let error as SwoopError {
+            throw SwoopError(error.code, "\(request.url.absoluteString): \(error.message)")
+        }
         let lock = try DownloadLock.acquire(request.key, in: configuration.lockDirectory)
         let found = try withStoreErrors { try store.find(url: request.key.url, directory: request.directory, requestedName: request.key.requestedName) }
         let record = found ?? DownloadRecord(request, bootID: FileSystem.bootID)
+        // What is asked now, laid over what is stored; the transfer takes it on.
+        var asked = record
+        if found != nil { asked.apply(request) }
+        let options = try Transfer.Options(asked)
         if let found, queue.contains(found.id) {
             throw SwoopError(.inUse, "\(request.url.absoluteString) is already in this manager's queue (download \(found.id))")
         }
@@ -27,8 +35,8 @@ extension DownloadManager {
             throw SwoopError(.inUse, "\(request.url.absoluteString) is already being downloaded by this manager (download \(record.id))")
         }
         let result = await runTransfer(
-            record: record, url: request.url, options: Transfer.Options(request), isNew: found == nil, announcesAdded: true,
-            lock: lock, requestedRate: request.bytesPerSecond
+            record: record, url: request.url, options: options, isNew: found == nil, announcesAdded: true,
+            lock: lock
         )
         settled(record.id)
         return try result.get()

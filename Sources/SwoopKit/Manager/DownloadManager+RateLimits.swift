@@ -17,20 +17,24 @@ extension DownloadManager {
         try rateLimits.setDefault(bytesPerSecond)
     }
 
-    /// Gives one download a limit of its own (the overall limit still applies): at once when it
-    /// runs, else when it starts. Held for the life of this manager, not stored.
+    /// Gives one download a limit of its own (the overall limit still applies), stored with it
+    /// (``DownloadSettings/bytesPerSecond``): at once when it runs, here or in another process
+    /// (asked through the store, as ``pause(_:)`` does), else when it starts.
     ///
     /// - Parameters:
     ///   - id: A download in this manager's store.
     ///   - bytesPerSecond: The limit in bytes per second, or `nil` for no limit of its own (not
     ///     even the default).
     /// - Throws: ``SwoopError/Code/notFound`` for an unknown id; ``SwoopError/Code/invalidArgument``
-    ///   for a limit below 1.
-    public func setRateLimit(_ id: Download.ID, bytesPerSecond: Int?) throws {
+    ///   for a limit below 1; ``SwoopError/Code/inUse`` when another process runs it and does not answer.
+    public func setRateLimit(_ id: Download.ID, bytesPerSecond: Int?) async throws {
         try RateLimits.validate(bytesPerSecond, "the rate limit of download \(id)")
-        guard try store.record(id: id) != nil else {
-            throw SwoopError(.notFound, "no download with id \(id)")
-        }
-        try rateLimits.set(id, rate: bytesPerSecond)
+        var record = try existingRecord(id)
+        record.settings.bytesPerSecond = bytesPerSecond ?? 0
+        try store.update(settings: record.settings, id: id)
+        if try rateLimits.set(id, own: record.settings.ownRate) { return }
+        // Not running here: another process may be transferring it. It takes the new settings on
+        // when asked; a download that runs nowhere starts with them.
+        _ = try await withLockOrOwner(id, asking: .applySettings) { _ in }
     }
 }

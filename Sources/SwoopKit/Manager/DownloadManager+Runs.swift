@@ -75,24 +75,17 @@ extension DownloadManager {
         } catch {
             return settle(id, record: record, runs.ended(id, .failure(SwoopError.wrapping(error))))
         }
-        _ = await runTransfer(
-            record: record, url: prepared.url, options: prepared.options, isNew: false, announcesAdded: false, lock: lock,
-            requestedRate: nil
-        )
+        _ = await runTransfer(record: record, url: prepared.url, options: prepared.options, isNew: false, announcesAdded: false, lock: lock)
     }
 
     /// Runs a transfer of a begun run in a task of its own (which a stop cancels), then settles the run.
     func runTransfer(
-        record: DownloadRecord, url: URL, options: Transfer.Options, isNew: Bool, announcesAdded: Bool, lock: DownloadLock,
-        requestedRate: Int?
+        record: DownloadRecord, url: URL, options: Transfer.Options, isNew: Bool, announcesAdded: Bool, lock: DownloadLock
     ) async -> Result<DownloadOutcome, SwoopError> {
         let id = record.id
         // Held until the run is settled (a cancel's part file is deleted under it), then let go at once.
         defer { lock.release() }
-        let job = transferJob(
-            record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded,
-            requestedRate: requestedRate
-        )
+        let job = transferJob(record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded)
         let task = Task { try await job() }
         runs.setTask(id, task)
         let result = await withTaskCancellationHandler {
@@ -203,21 +196,23 @@ extension DownloadManager {
     }
 
     /// The work of one transfer, as a closure a task can run.
+    /// The transfer works with the manager's configuration as the download's own settings change it.
     nonisolated func transferJob(
-        record: DownloadRecord, url: URL, options: Transfer.Options, isNew: Bool, announcesAdded: Bool, requestedRate: Int?
+        record: DownloadRecord, url: URL, options: Transfer.Options, isNew: Bool, announcesAdded: Bool
     ) -> @Sendable () async throws -> DownloadOutcome {
-        let (hub, runs, rateLimits) = (hub, runs, rateLimits)
+        let (hub, runs, rateLimits, id) = (hub, runs, rateLimits, record.id)
         let context = Transfer.Context(
-            client: client, configuration: configuration, store: store, logger: logger, activeMarks: activeMarks,
-            directorySyncs: directorySyncs,
+            client: client, configuration: options.settings.applied(to: configuration), store: store, logger: logger,
+            activeMarks: activeMarks, directorySyncs: directorySyncs,
             emit: { event in
                 guard runs.note(event) else { return }
                 hub.publish(event)
-            }
+            },
+            stopRequest: { runs.stopRequest(id) }
         )
         return {
             var context = context
-            context.throttle = try rateLimits.start(record.id, requested: requestedRate)
+            context.throttle = rateLimits.start(record.id, own: options.settings.ownRate)
             defer { rateLimits.finish(record.id) }
             let transfer = Transfer(
                 record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded, context: context

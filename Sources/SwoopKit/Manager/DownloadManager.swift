@@ -116,6 +116,8 @@ public actor DownloadManager {
         schedule()
         let starts = self.starts
         await withDiscardingTaskGroup { group in
+            // Pause, remove and limit requests from other processes, for the downloads run here.
+            group.addTask { await self.watchControls() }
             for await id in starts {
                 group.addTask { await self.runQueued(id) }
             }

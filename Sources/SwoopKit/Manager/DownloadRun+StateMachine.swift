@@ -72,6 +72,13 @@ struct DownloadRun: Sendable {
         }
     }
 
+    /// How its transfer records a stop: `pause` when the caller paused it, else `interrupt` (the
+    /// process or the task is stopping; a cancel or remove changes the record again once it ended).
+    var stopRequest: DownloadStateMachine.Request {
+        if case .stopping(.pause, _) = state { return .pause }
+        return .interrupt
+    }
+
     /// A run the queue handed over.
     static func handedOver() -> DownloadRun { DownloadRun(state: .handedOver) }
 

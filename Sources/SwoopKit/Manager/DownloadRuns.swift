@@ -33,6 +33,16 @@ final class DownloadRuns: Sendable {
         }
     }
 
+    /// Whether any run has a transfer going (or stopping).
+    var hasTransfers: Bool {
+        entries.withLockedValue { $0.values.contains { $0.run.isTransferring } }
+    }
+
+    /// Whether `id`'s transfer runs (or was told to stop and has not ended).
+    func isTransferring(_ id: Download.ID) -> Bool {
+        entries.withLockedValue { $0[id]?.run.isTransferring ?? false }
+    }
+
     /// Whether `id` has a run (handed over, transferring, or stopping).
     func contains(_ id: Download.ID) -> Bool {
         entries.withLockedValue { $0[id] != nil }
@@ -71,6 +81,11 @@ final class DownloadRuns: Sendable {
         }
         task?.cancel()
         return stopping
+    }
+
+    /// How `id`'s transfer records a stop (see ``DownloadRun/stopRequest``).
+    func stopRequest(_ id: Download.ID) -> DownloadStateMachine.Request {
+        entries.withLockedValue { $0[id]?.run.stopRequest ?? .interrupt }
     }
 
     /// The caller has stopped `id` itself, under its lock, and published the event: a run the queue

@@ -57,6 +57,10 @@ public struct Configuration: Sendable {
         /// A download whose first answer has not come after this long is recorded `active` for
         /// other processes (`swoop ls`); one that answers sooner records it with its first save.
         public var activeMarkDelay: Duration = .milliseconds(200)
+        /// How long ``DownloadManager/pause(_:)``, ``DownloadManager/remove(_:deletingFile:)`` and the
+        /// others wait for another process that transfers the download to carry the request out
+        /// (it watches the store while it runs and answers within a second).
+        public var controlTimeout: Duration = .seconds(10)
         public init() {}
     }
 

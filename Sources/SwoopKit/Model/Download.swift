@@ -46,8 +46,12 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
         case waiting
         /// Transferring now.
         case active
-        /// Stopped by the user (Ctrl-C, pause); resumable from its saved progress.
+        /// Paused by the user (``DownloadManager/pause(_:)``, `swoop pause`); resumable from its saved
+        /// progress, but only when asked for by name: a bare `swoop resume` leaves it.
         case paused
+        /// Stopped because its process stopped (Ctrl-C, SIGTERM, ``DownloadManager/shutdown()``, a
+        /// cancelled task); a bare `swoop resume` or a rerun continues it from its saved progress.
+        case interrupted
         /// The final file exists and is complete.
         case completed
         /// Stopped by an error; resumable from its saved progress.

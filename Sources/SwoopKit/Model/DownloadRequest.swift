@@ -18,18 +18,28 @@ public struct DownloadRequest: Sendable {
     public var directory: String
     /// The file name to use instead of the server's or the URL's.
     public var fileName: String?
-    /// Extra request headers for this download.
+    /// Extra request headers for this download. A request for a download the store knows adds them
+    /// to the stored ones (replacing stored headers of the same name); none keeps the stored ones.
     public var headers: [(name: String, value: String)] = []
-    /// The expected checksum, verified before the file gets its final name.
+    /// The expected checksum, verified before the file gets its final name; `nil` keeps a known
+    /// download's stored checksum.
     public var checksum: Checksum?
-    /// What to do when the name is taken.
-    public var collisionPolicy: CollisionPolicy = .rename
+    /// What to do when the name is taken; `nil` keeps a known download's stored policy, and a new
+    /// download renames (``CollisionPolicy/rename``).
+    public var collisionPolicy: CollisionPolicy?
     /// Higher priorities leave the waiting queue first.
     public var priority: Int = 0
+    /// This download's own settings (connections, rate limit, retries, timeouts, proxy), stored with
+    /// it and laid over the ones stored before (see ``DownloadSettings/overriding(with:)``).
+    public var settings = DownloadSettings()
+
     /// This download's own rate limit in bytes per second, instead of
-    /// ``Configuration/Limits/perDownloadBytesPerSecond``; `nil` uses that default. Not stored: it
-    /// holds for the life of the manager it was given to.
-    public var bytesPerSecond: Int?
+    /// ``Configuration/Limits/perDownloadBytesPerSecond``: ``DownloadSettings/bytesPerSecond``, with
+    /// `nil` for "the default".
+    public var bytesPerSecond: Int? {
+        get { settings.bytesPerSecond }
+        set { settings.bytesPerSecond = newValue }
+    }
 
     /// Validates and creates a request.
     ///

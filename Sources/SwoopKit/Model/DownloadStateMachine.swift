@@ -9,8 +9,10 @@ public enum DownloadStateMachine {
         case complete
         /// The transfer stopped with an error (after its retries).
         case fail
-        /// The user pauses it (or the process is stopping and saves it).
+        /// The user pauses it.
         case pause
+        /// Its process stops (Ctrl-C, shutdown, a cancelled task) and saves it.
+        case interrupt
         /// The user asks for it to run again: it goes back to the waiting queue.
         case resume
         /// The user removes it.
@@ -27,11 +29,12 @@ public enum DownloadStateMachine {
         case (.waiting, .start): return .success(.active)
         case (.active, .complete): return .success(.completed)
         case (.active, .fail): return .success(.failed)
-        case (.waiting, .pause), (.active, .pause): return .success(.paused)
-        case (.paused, .resume), (.failed, .resume): return .success(.waiting)
+        case (.waiting, .pause), (.active, .pause), (.interrupted, .pause): return .success(.paused)
+        case (.active, .interrupt): return .success(.interrupted)
+        case (.paused, .resume), (.interrupted, .resume), (.failed, .resume): return .success(.waiting)
         case (.completed, .invalidate): return .success(.waiting)
         case (.active, .recover): return .success(.waiting)
-        case (.waiting, .remove), (.active, .remove), (.paused, .remove), (.failed, .remove), (.completed, .remove):
+        case (.waiting, .remove), (.active, .remove), (.paused, .remove), (.interrupted, .remove), (.failed, .remove), (.completed, .remove):
             return .success(.removed)
         default:
             return .failure(SwoopError(.invalidArgument, reason(state: state, request: request)))
@@ -45,6 +48,7 @@ public enum DownloadStateMachine {
         case (.completed, .pause): return "a completed download cannot be paused"
         case (.paused, .pause): return "the download is already paused"
         case (.failed, .pause): return "a failed download is not running; resume it instead"
+        case (_, .interrupt): return "only a running download is interrupted"
         case (.waiting, .resume), (.active, .resume): return "the download is already \(state.rawValue)"
         default: return "cannot \(request.rawValue) a download that is \(state.rawValue)"
         }

@@ -1,12 +1,11 @@
 import NIOConcurrencyHelpers
 
 /// The rate limiters of one ``DownloadManager``: the overall limiter, the default rate of a
-/// download, the rates chosen for single downloads, and the limiter of each running transfer
-/// (shared by all of that transfer's connections).
+/// download, and the limiter of each running transfer (shared by all of that transfer's connections).
 ///
-/// Rates are bytes per second; `nil` is no limit. A download's rate is, first to last: one chosen
-/// with ``DownloadManager/setRateLimit(_:bytesPerSecond:)``, its ``DownloadRequest/bytesPerSecond``,
-/// the default. Changes reach running transfers at once.
+/// Rates are bytes per second; `nil` is no limit. A download's rate is its own
+/// (``DownloadSettings/bytesPerSecond``, stored with it), else the default. Changes reach running
+/// transfers at once.
 final class RateLimits: Sendable {
     private struct Running {
         var limiter: RateLimiter
@@ -16,8 +15,6 @@ final class RateLimits: Sendable {
 
     private struct State {
         var defaultRate: Int?
-        /// Rates chosen for single downloads; a `nil` value is "no limit of its own".
-        var chosen: [Download.ID: Int?] = [:]
         var running: [Download.ID: Running] = [:]
     }
 
@@ -52,39 +49,28 @@ final class RateLimits: Sendable {
         }
     }
 
-    /// Chooses the rate of one download: at once when it runs, else when it starts.
-    func set(_ id: Download.ID, rate: Int?) throws {
-        try Self.validate(rate, "the rate limit of download \(id)")
-        state.withLockedValue { state in
-            state.chosen[id] = .some(rate)
-            state.running[id]?.followsDefault = false
-            state.running[id]?.limiter.setRate(rate)
-        }
-    }
-
-    /// Remembers the rates that queued requests name (``DownloadRequest/bytesPerSecond``).
+    /// Changes the rate of a running download. Returns `false` when `id` does not run here: its
+    /// stored settings give the rate it starts with.
     ///
-    /// - Throws: ``SwoopError/Code/invalidArgument`` for a rate below 1, before remembering any.
-    func remember(_ requests: [DownloadRequest], ids: [Download.ID]) throws {
-        for request in requests {
-            try Self.validate(request.bytesPerSecond, "the rate limit of \(request.url.absoluteString)")
-        }
-        state.withLockedValue { state in
-            for (id, request) in zip(ids, requests) {
-                if let rate = request.bytesPerSecond { state.chosen[id] = .some(rate) }
-            }
+    /// - Parameter own: As ``start(_:own:)`` takes it.
+    @discardableResult
+    func set(_ id: Download.ID, own: Int??) throws -> Bool {
+        if let rate = own { try Self.validate(rate, "the rate limit of download \(id)") }
+        return state.withLockedValue { state in
+            guard state.running[id] != nil else { return false }
+            state.running[id]?.followsDefault = own == nil
+            state.running[id]?.limiter.setRate(own ?? state.defaultRate)
+            return true
         }
     }
 
     /// Makes the limiter of a transfer that starts now and returns what its bytes pass through.
     /// Call ``finish(_:)`` when it ends.
     ///
-    /// - Parameter requested: The request's own rate (used when none was chosen for `id`).
-    /// - Throws: ``SwoopError/Code/invalidArgument`` for a requested rate below 1.
-    func start(_ id: Download.ID, requested: Int?) throws -> Throttle {
-        try Self.validate(requested, "the rate limit of download \(id)")
+    /// - Parameter own: The download's own rate (``DownloadSettings/ownRate``): `nil` follows the
+    ///   default, `.some(nil)` is no limit.
+    func start(_ id: Download.ID, own: Int??) -> Throttle {
         let limiter = state.withLockedValue { state in
-            let own: Int?? = state.chosen[id] ?? requested.map { .some($0) }
             let limiter = RateLimiter(bytesPerSecond: own ?? state.defaultRate)
             state.running[id] = Running(limiter: limiter, followsDefault: own == nil)
             return limiter
@@ -92,7 +78,7 @@ final class RateLimits: Sendable {
         return Throttle(limiters: [limiter, overall])
     }
 
-    /// Forgets the limiter of a transfer that ended (a chosen rate is kept for its next start).
+    /// Forgets the limiter of a transfer that ended.
     func finish(_ id: Download.ID) {
         state.withLockedValue { _ = $0.running.removeValue(forKey: id) }
     }

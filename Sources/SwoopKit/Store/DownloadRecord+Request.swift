@@ -12,11 +12,24 @@ extension DownloadRecord {
         self.position = position
     }
 
-    /// Takes on what `request` asks for: its headers, checksum and collision policy.
+    /// Takes on what `request` asks for, laid over what is stored: its headers (replacing stored
+    /// ones of the same name), its checksum and collision policy when it names them, and the
+    /// settings it sets (see ``DownloadSettings/overriding(with:)``).
     public mutating func apply(_ request: DownloadRequest) {
-        headers = request.headers.map { HTTPHeaderField(name: $0.name, value: $0.value) }
-        checksum = request.checksum?.description
-        collisionPolicy = request.collisionPolicy
+        headers = Self.merged(headers, request.headers)
+        if let checksum = request.checksum { self.checksum = checksum.description }
+        if let policy = request.collisionPolicy { collisionPolicy = policy }
+        settings = settings.overriding(with: request.settings)
+    }
+
+    /// `stored` with each of `new` replacing the headers of the same name (case-insensitively).
+    public static func merged(_ stored: [HTTPHeaderField], _ new: [(name: String, value: String)]) -> [HTTPHeaderField] {
+        var result = stored
+        for header in new {
+            result.removeAll { $0.name.lowercased() == header.name.lowercased() }
+            result.append(HTTPHeaderField(name: header.name, value: header.value))
+        }
+        return result
     }
 
     /// The request this record was made from (to run it again).
@@ -26,6 +39,7 @@ extension DownloadRecord {
         request.collisionPolicy = collisionPolicy
         request.checksum = try checksum.map { try Checksum(parsing: $0) }
         request.priority = priority
+        request.settings = settings
         return request
     }
 }

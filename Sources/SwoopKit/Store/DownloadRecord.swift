@@ -9,8 +9,9 @@ import Foundation
 /// part file's own length is trusted too: Swoop writes it front to back, and the validators reach the
 /// store before the first byte of a representation reaches the file (see `trustedBytes`).
 ///
-/// The request's options (`headers`, `collisionPolicy`, `checksum`) are kept so that `swoop resume`
-/// can continue a download exactly as it was asked for; `priority` and `position` give the queue order.
+/// The request's options (`headers`, `collisionPolicy`, `checksum`, `settings`) are kept so that
+/// `swoop resume`, a rerun or another process continues a download exactly as it was asked for;
+/// `priority` and `position` give the queue order.
 public struct DownloadRecord: Sendable, Codable, Hashable {
     public var id: Download.ID
     /// The URL as the user gave it.
@@ -44,6 +45,10 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
     public var headers: [HTTPHeaderField]
     /// What to do when the final name is taken.
     public var collisionPolicy: CollisionPolicy
+    /// The download's own settings (connections, rate limit, retries, timeouts, proxy). A transfer
+    /// never writes them (``DownloadStore/update(settings:id:)`` does), so a change made while it
+    /// runs is not undone by its progress updates.
+    public var settings: DownloadSettings
     /// Higher runs first; equal priorities run in `position` order.
     public var priority: Int
     /// The order downloads were queued in (smaller first).
@@ -74,6 +79,7 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
         self.checksum = checksum
         self.headers = []
         self.collisionPolicy = .rename
+        self.settings = DownloadSettings()
         self.priority = 0
         self.position = 0
         self.bytesPerSecond = 0

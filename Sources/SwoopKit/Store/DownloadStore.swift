@@ -40,6 +40,15 @@ public protocol DownloadStore: Sendable {
     func delete(id: Download.ID) throws
     /// Deletes many records (in one transaction where the store has them).
     func delete(ids: [Download.ID]) throws
+    /// Replaces a download's settings, and nothing else: a transfer's updates never write them, so
+    /// this is how they change while it runs. A record that is gone stays gone.
+    func update(settings: DownloadSettings, id: Download.ID) throws
+    /// Leaves `control` for the process transferring `id` (replacing one it has not taken yet).
+    func post(_ control: DownloadControl, id: Download.ID) throws
+    /// The controls left for downloads and not yet taken.
+    func controls() throws -> [Download.ID: DownloadControl]
+    /// Takes the control left for `id`: it is gone once this returns.
+    func clearControl(id: Download.ID) throws
     /// Releases the store's resources; later calls may fail.
     func close() throws
     /// Whether records survive the process (and, saved durably, a power loss). A transfer with a
@@ -76,6 +85,21 @@ extension DownloadStore {
     }
 
     public func close() throws {}
+
+    public func update(settings: DownloadSettings, id: Download.ID) throws {
+        guard var record = try record(id: id) else { return }
+        record.settings = settings
+        try save(record)
+    }
+
+    /// A store that other processes do not share has nothing to pass between them.
+    public func post(_ control: DownloadControl, id: Download.ID) throws {
+        throw SwoopError(.inUse, "download \(id) is running in another process, and this store cannot pass requests to it")
+    }
+
+    public func controls() throws -> [Download.ID: DownloadControl] { [:] }
+
+    public func clearControl(id: Download.ID) throws {}
 
     public var isDurable: Bool { false }
 }

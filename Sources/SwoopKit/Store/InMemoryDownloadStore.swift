@@ -47,8 +47,14 @@ public final class InMemoryDownloadStore: DownloadStore {
             merged.priority = stored.priority
             merged.position = stored.position
             merged.createdAt = stored.createdAt
+            merged.settings = stored.settings
             records[record.id] = merged
         }
+    }
+
+    /// Under the store's lock, so that no update falls between reading and writing the record.
+    public func update(settings: DownloadSettings, id: Download.ID) throws {
+        records.withLockedValue { $0[id]?.settings = settings }
     }
 
     public func markActive(id: Download.ID, at date: Date) throws {

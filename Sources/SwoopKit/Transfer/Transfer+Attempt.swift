@@ -62,13 +62,15 @@ extension Transfer {
         return message
     }
 
-    /// Ends the run as paused: the task was cancelled (Ctrl-C, pause, shutdown) during `cause`.
+    /// Ends the run as paused or interrupted: the task was cancelled (a pause, Ctrl-C, shutdown)
+    /// during `cause`.
     func interrupted(by cause: any Error) async -> SwoopError {
-        await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: cause), on: .pause)
+        await stop(SwoopError(.cancelled, "download of \(record.url) interrupted", cause: cause), on: context.stopRequest())
     }
 
-    /// Ends the run: moves the state by ``DownloadStateMachine`` (`pause` or `fail`), saves progress
-    /// with the error, publishes the terminal event and returns the error to throw.
+    /// Ends the run: moves the state by ``DownloadStateMachine`` (`pause`, `interrupt` or `fail`),
+    /// saves progress with the error, publishes the terminal event (``DownloadEvent/paused(_:)``
+    /// for a pause or an interruption: the snapshot's state says which) and returns the error to throw.
     ///
     /// The record is `active` here (the run started it); were a transition ever refused, the state
     /// stays as it is rather than being forced.
@@ -76,7 +78,7 @@ extension Transfer {
         try? transition(request)
         _ = try? await onDisk { try $0.saveProgress(error: request == .fail ? error : nil) }
         let snapshot = snapshot()
-        emit(request == .pause ? .paused(snapshot) : .failed(snapshot, error))
+        emit(request == .fail ? .failed(snapshot, error) : .paused(snapshot))
         return error
     }
 

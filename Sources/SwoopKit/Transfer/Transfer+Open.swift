@@ -46,7 +46,7 @@ extension Transfer {
     /// one left `active` by a process that died (the lock we hold proves it is gone) is recovered.
     func returnToQueue() throws {
         switch record.state {
-        case .paused, .failed: try transition(.resume)
+        case .paused, .interrupted, .failed: try transition(.resume)
         case .active: try transition(.recover)
         case .removed:
             record = DownloadRecord(

@@ -27,29 +27,28 @@ final class Transfer {
         /// Where a finished file's rename is noted, for the directory flush at shutdown.
         var directorySyncs: DirectorySyncs
         var emit: @Sendable (DownloadEvent) -> Void
+        /// How a stop is recorded when the task is cancelled: `pause` when the caller paused the
+        /// download, `interrupt` when its process or task is stopping.
+        var stopRequest: @Sendable () -> DownloadStateMachine.Request = { .interrupt }
     }
 
-    /// What the download was asked for this time; applied to a stored record when it is reused.
+    /// What the download was asked for this time: the stored options with the request's laid over
+    /// them (see ``DownloadRecord/apply(_:)``); a stored record takes them on when it is reused.
     struct Options: Sendable {
         var checksum: Checksum?
         /// Request headers of this download (after the configured ones).
         var headers: [(name: String, value: String)]
         var collisionPolicy: CollisionPolicy
+        var settings: DownloadSettings
 
-        /// The options of a request.
-        init(_ request: DownloadRequest) {
-            checksum = request.checksum
-            headers = request.headers
-            collisionPolicy = request.collisionPolicy
-        }
-
-        /// The options a record was stored with.
+        /// The options a record holds.
         ///
         /// - Throws: ``SwoopError/Code/invalidArgument`` when the stored checksum cannot be read.
         init(_ record: DownloadRecord) throws {
             checksum = try record.checksum.map { try Checksum(parsing: $0) }
             headers = record.headers.map { ($0.name, $0.value) }
             collisionPolicy = record.collisionPolicy
+            settings = record.settings
         }
     }
 
@@ -135,6 +134,11 @@ final class Transfer {
         }
         record.checksum = options.checksum?.description
         record.headers = options.headers.map { HTTPHeaderField(name: $0.name, value: $0.value) }
+        if record.settings != options.settings {
+            // Settings are the download's own, never written by a transfer's updates.
+            record.settings = options.settings
+            try storeCall { try store.update(settings: options.settings, id: record.id) }
+        }
         // An interrupted rename is finished under the policy it was started with.
         if let done = try recogniseCompleted() { return done }
         record.collisionPolicy = options.collisionPolicy

@@ -1,0 +1,104 @@
+import GRDB
+import SwoopKit
+
+/// The state database's schema, one named migration after another. A migration that has shipped
+/// never changes: a change is a new migration appended at the end.
+extension SQLiteDownloadStore {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: downloads") { db in
+            try db.create(table: "download") { t in
+                t.primaryKey("id", .text)
+                t.column("url", .text).notNull()
+                t.column("directory", .text).notNull()
+                t.column("requestedName", .text).notNull()
+                t.column("fileName", .text)
+                t.column("state", .text).notNull()
+                    .check { ["waiting", "active", "paused", "completed", "failed", "removed"].contains($0) }
+                t.column("totalBytes", .integer).check { $0 == nil || $0 >= 0 }
+                t.column("committedBytes", .integer).notNull().check { $0 >= 0 }
+                t.column("syncedBytes", .integer).notNull().check { $0 >= 0 }
+                t.column("bootID", .text).notNull()
+                t.column("etag", .text)
+                t.column("lastModified", .text)
+                t.column("finalSize", .integer)
+                t.column("finalModified", .double)
+                t.column("checksum", .text)
+                t.column("lastError", .text)
+                // Seconds since 1970: GRDB's Date text format goes through DateFormatter (ICU), too
+                // slow for the checkpoint path.
+                t.column("createdAt", .double).notNull()
+                t.column("updatedAt", .double).notNull()
+                t.uniqueKey(["url", "directory", "requestedName"])
+            }
+        }
+        migrator.registerMigration("v2: queue and request options") { db in
+            try db.alter(table: "download") { t in
+                t.add(column: "headers", .text).notNull().defaults(to: "[]")
+                t.add(column: "collisionPolicy", .text).notNull().defaults(to: CollisionPolicy.rename.rawValue)
+                t.add(column: "priority", .integer).notNull().defaults(to: 0)
+                t.add(column: "position", .integer).notNull().defaults(to: 0)
+                t.add(column: "bytesPerSecond", .double).notNull().defaults(to: 0)
+            }
+            try db.create(index: "download_queue", on: "download", columns: ["priority", "position"])
+            try db.create(index: "download_file", on: "download", columns: ["directory", "fileName"])
+        }
+        migrator.registerMigration("v3: segments") { db in
+            try db.alter(table: "download") { t in
+                t.add(column: "segments", .text)
+            }
+        }
+        migrator.registerMigration("v4: interrupted, settings and controls") { db in
+            // SQLite cannot change a CHECK constraint: the table is rebuilt with the new state
+            // (`interrupted`) allowed and the settings column added, as SQLite's documentation
+            // prescribes (create, copy, drop, rename). Existing `paused` downloads stay paused.
+            try db.create(table: "download_v4") { t in
+                t.primaryKey("id", .text)
+                t.column("url", .text).notNull()
+                t.column("directory", .text).notNull()
+                t.column("requestedName", .text).notNull()
+                t.column("fileName", .text)
+                t.column("state", .text).notNull()
+                    .check { ["waiting", "active", "paused", "interrupted", "completed", "failed", "removed"].contains($0) }
+                t.column("totalBytes", .integer).check { $0 == nil || $0 >= 0 }
+                t.column("committedBytes", .integer).notNull().check { $0 >= 0 }
+                t.column("syncedBytes", .integer).notNull().check { $0 >= 0 }
+                t.column("bootID", .text).notNull()
+                t.column("etag", .text)
+                t.column("lastModified", .text)
+                t.column("finalSize", .integer)
+                t.column("finalModified", .double)
+                t.column("checksum", .text)
+                t.column("lastError", .text)
+                t.column("createdAt", .double).notNull()
+                t.column("updatedAt", .double).notNull()
+                t.column("headers", .text).notNull().defaults(to: "[]")
+                t.column("collisionPolicy", .text).notNull().defaults(to: CollisionPolicy.rename.rawValue)
+                t.column("priority", .integer).notNull().defaults(to: 0)
+                t.column("position", .integer).notNull().defaults(to: 0)
+                t.column("bytesPerSecond", .double).notNull().defaults(to: 0)
+                t.column("segments", .text)
+                t.column("settings", .text).notNull().defaults(to: "{}")
+                t.uniqueKey(["url", "directory", "requestedName"])
+            }
+            let copied = [
+                "id", "url", "directory", "requestedName", "fileName", "state", "totalBytes", "committedBytes",
+                "syncedBytes", "bootID", "etag", "lastModified", "finalSize", "finalModified", "checksum", "lastError",
+                "createdAt", "updatedAt", "headers", "collisionPolicy", "priority", "position", "bytesPerSecond", "segments",
+            ].joined(separator: ", ")
+            try db.execute(sql: "INSERT INTO download_v4 (\(copied)) SELECT \(copied) FROM download")
+            try db.drop(table: "download")
+            try db.rename(table: "download_v4", to: "download")
+            try db.create(index: "download_queue", on: "download", columns: ["priority", "position"])
+            try db.create(index: "download_file", on: "download", columns: ["directory", "fileName"])
+            // Requests to the process transferring a download (`DownloadControl`): a table of their
+            // own, so that watching them reads a few rows, not the downloads.
+            try db.create(table: "control") { t in
+                t.primaryKey("id", .text)
+                t.column("request", .text).notNull()
+                t.column("postedAt", .double).notNull()
+            }
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import SwoopTesting
+import Testing
+
+/// Downloads keep their settings, and `pause`, `rm` and `limit` reach a download another swoop
+/// process is transferring (issue 10, points 2 and 3).
+@Suite("swoop pause, rm and limit across processes; stored settings (the binary)")
+struct ControlAcrossProcessesTests: CLISuite {
+    let cli: CLIWorkspace
+
+    init() async throws {
+        cli = try await CLIWorkspace("swoop-control")
+    }
+
+    func stop() { Task { try? await server.shutdown() } }
+
+    /// `swoop ls --json`, decoded.
+    func list() async throws -> [[String: Any]] {
+        let result = try await swoop("ls", ["--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]] ?? []
+    }
+
+    /// Starts `swoop get` of a path whose answer stalls after `bytes`, and returns it once that
+    /// many bytes are in the part file, with the download's id prefix.
+    func startStalled(_ name: String, size: Int, after bytes: Int, _ options: [String] = []) async throws -> (SwoopBinary.Running, String, [UInt8]) {
+        let body = Resource.random(size: size, seed: UInt64(size))
+        server.serve("/" + name, Resource(body: body, etag: "\"\(name)\""))
+        server.enqueue("/" + name, .stallAfter(bytes: bytes))
+        let running = try start("get", ["-d", out, "--retry-wait", "0.01"] + options + [server.url("/" + name)])
+        #expect(await eventually { fileSize(out + "/\(name).swoop") == bytes && server.requests(to: "/" + name).count == 1 })
+        let id = try #require(try await list().first { $0["url"] as? String == server.url("/" + name) }?["id"] as? String)
+        return (running, String(id.prefix(8)), body)
+    }
+
+    /// While one process downloads (its connection stalled, so no byte wakes it): `limit` changes its
+    /// rate there and stores it, `pause` stops it within two seconds and reports it, that process
+    /// says so and ends, a bare `resume` leaves the paused download alone and says how to continue
+    /// it, and `resume ID` finishes it byte-exact from where it stopped.
+    @Test func pauseAndLimitReachTheProcessThatRunsTheDownload() async throws {
+        defer { stop() }
+        let (running, prefix, body) = try await startStalled("slow.bin", size: 3_000_000, after: 1_000_000)
+        let url = server.url("/slow.bin")
+
+        let limit = try await swoop("limit", [prefix, "50M"])
+        #expect(limit.status == 0, "\(limit.stderr)")
+        #expect(limit.stdoutLines == ["limited \(prefix) \(url) to 50.0 MiB/s"])
+        let limited = try await swoop("ls", [prefix])
+        #expect(limited.stdoutLines.contains("options: limit-rate 50.0 MiB/s, retry-wait 0.01s"), "\(limited.stdout)")
+
+        let started = ContinuousClock.now
+        let pause = try await swoop("pause", [prefix])
+        let took = ContinuousClock.now - started
+        #expect(pause.status == 0, "\(pause.stderr)")
+        #expect(pause.stdoutLines == ["paused \(prefix) \(url)"])
+        #expect(took < .seconds(2), "pause took \(took)")
+        #expect(try await list().first?["state"] as? String == "paused")
+        let owner = await running.wait()
+        #expect(owner.status == 0, "\(owner.stderr)")
+        #expect(owner.stderrLines.last == "swoop: \(url) was paused; `swoop resume \(prefix)` continues it")
+
+        let nothing = try await swoop("resume", [])
+        #expect(nothing.status == 0)
+        #expect(nothing.stderrLines == ["swoop: nothing to resume; 1 paused (`swoop resume ID` or `--all` continues it)"])
+
+        let resumed = try await swoop("resume", [prefix, "--retry-wait", "0.01"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(resumed.stdoutLines.last?.hasPrefix("\(out)/slow.bin (2.86 MiB, 3000000 bytes)") == true)
+        #expect(sha256Hex(file: out + "/slow.bin") == sha256Hex(body))
+        #expect(server.requests(to: "/slow.bin").last?.header("Range") == "bytes=1000000-")
+    }
+
+    /// `rm --delete-file` of a download another process transfers: that process stops it, the
+    /// record and the part file are gone, and it says so; unknown ids stay a usage error.
+    @Test func removeReachesTheProcessThatRunsTheDownload() async throws {
+        defer { stop() }
+        let (running, prefix, _) = try await startStalled("rm.bin", size: 2_000_000, after: 500_000)
+        let url = server.url("/rm.bin")
+
+        let removed = try await swoop("rm", [prefix, "--delete-file"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.stdoutLines == ["removed \(prefix) \(url)"])
+        #expect(try await list().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: out + "/rm.bin.swoop"))
+        let owner = await running.wait()
+        #expect(owner.status == 0, "\(owner.stderr)")
+        #expect(owner.stderrLines.last == "swoop: \(url) was removed")
+
+        let unknown = try await swoop("pause", ["ffffffff"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderrLines == ["swoop: error: no download with id ffffffff (see `swoop ls`)"])
+    }
+
+    /// Options given to `get` are stored with the download: after Ctrl-C it is `interrupted` (not
+    /// paused), `ls ID` shows its options, and a bare `resume` continues it with them (two
+    /// connections, 1 MiB segments: its first request asks for the first MiB; its header). Options
+    /// given to `resume` replace the stored ones and are stored.
+    @Test func ctrlCInterruptsAndABareResumeContinuesWithTheStoredSettings() async throws {
+        defer { stop() }
+        // Interrupted while it waits to retry a 503, before any byte: the resume starts afresh.
+        let body = Resource.random(size: 4_000_000, seed: 4)
+        server.serve("/kept.bin", Resource(body: body, etag: "\"kept\""))
+        server.enqueue("/kept.bin", .status(503, headers: [("Retry-After", "30")]))
+        let options = ["-x", "2", "--min-split-size", "1M", "--timeout", "33", "-H", "X-Keep: yes"]
+        let running = try start("get", ["-d", out, "--retry-wait", "0.01"] + options + [server.url("/kept.bin")])
+        #expect(await eventually { server.requests(to: "/kept.bin").count == 1 })
+        let id = try #require(try await list().first?["id"] as? String)
+        let prefix = String(id.prefix(8))
+        running.signal(SIGINT)
+        #expect(await running.wait().status == 130)
+        #expect(try await list().first?["state"] as? String == "interrupted")
+        let details = try await swoop("ls", [prefix])
+        #expect(details.stdoutLines.contains("state:  interrupted"))
+        #expect(details.stdoutLines.contains("options: connections 2, min-split-size 1.00 MiB, retry-wait 0.01s, timeout 33s, 1 header"))
+
+        let before = server.requests(to: "/kept.bin").count
+        let resumed = try await swoop("resume", ["--timeout", "44", "--limit-rate", "0"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(sha256Hex(file: out + "/kept.bin") == sha256Hex(body))
+        let after = Array(server.requests(to: "/kept.bin").dropFirst(before))
+        #expect(after.first?.header("Range") == "bytes=0-1048575")
+        #expect(after.count >= 2)
+        #expect(after.allSatisfy { $0.header("X-Keep") == "yes" })
+        let stored = try await swoop("ls", [prefix])
+        #expect(stored.stdoutLines.contains("options: connections 2, min-split-size 1.00 MiB, limit-rate none, retry-wait 0.01s, timeout 44s, 1 header"))
+    }
+}
