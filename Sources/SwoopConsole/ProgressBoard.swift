@@ -1,3 +1,4 @@
+import Foundation
 import SwoopKit
 
 /// The counts and totals under the download lines of a ``ProgressBoard``.
@@ -144,9 +145,17 @@ public struct ProgressBoard: Sendable, Hashable {
         return ([name(of: download)] + fields.required + fields.optional).joined(separator: "  ")
     }
 
-    /// The file name of the destination, or the URL while the name is not known yet; controls replaced.
+    /// The file name of the destination, or, while the name is not known yet (before the first
+    /// answer), the name the URL suggests (as wget shows it); controls replaced.
     static func name(of download: Download) -> String {
-        let name = download.destination.map { String($0.split(separator: "/").last ?? "") } ?? download.url
+        let name: String
+        if let destination = download.destination {
+            name = String(destination.split(separator: "/").last ?? "")
+        } else if let url = URL(string: download.url) {
+            name = FileNaming.suggestedName(contentDisposition: nil, url: url)
+        } else {
+            name = download.url
+        }
         return DisplayWidth.sanitized(name)
     }
 

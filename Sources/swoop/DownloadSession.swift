@@ -16,6 +16,9 @@ struct DownloadSession {
     let global: GlobalOptions
     let transfer: TransferOptions
     let console: Console
+    /// Lines of an `-i` list that were reported and skipped: they count as failed downloads in the
+    /// summary and the exit status (they come first: they were reported before any download).
+    var skipped: [SwoopError] = []
 
     /// What to run once the manager is up.
     enum Work {
@@ -144,7 +147,7 @@ struct DownloadSession {
     /// the manager stopped).
     private func follow(_ events: DownloadEvents, pending: Set<Download.ID>, interrupted: () -> Bool) async -> Int32 {
         var pending = pending
-        let total = pending.count
+        let total = pending.count + skipped.count
         var done = 0
         var failures: [Failure] = []
         // When each download first started in this run, and from how many bytes: its result line
@@ -183,10 +186,11 @@ struct DownloadSession {
             if pending.isEmpty { break }
         }
         if total > 1 && pending.isEmpty && !global.json {
-            if failures.isEmpty {
+            if failures.isEmpty && skipped.isEmpty {
                 console.notice("\(done) of \(total) downloads complete")
             } else {
-                console.error("\(failures.count) of \(total) downloads failed:")
+                console.error("\(failures.count + skipped.count) of \(total) downloads failed:")
+                for line in skipped { console.error("  " + line.userMessage) }
                 for failure in failures {
                     // Messages name their URL; the few that name a path instead get the URL first.
                     let url = failure.download.url
@@ -195,7 +199,7 @@ struct DownloadSession {
                 }
             }
         }
-        return failures.first.map { ExitStatus.code(for: $0.error) } ?? ExitStatus.success
+        return (skipped.first ?? failures.first?.error).map(ExitStatus.code(for:)) ?? ExitStatus.success
     }
 
     private func report(_ download: Download, _ suffix: String, timing: String = "") {

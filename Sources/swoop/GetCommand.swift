@@ -76,8 +76,7 @@ struct GetCommand: AsyncParsableCommand {
         if transfer.insecure {
             console.warning("TLS certificate verification is OFF (--insecure): anyone on the path can read and change this download")
         }
-        try await DownloadSession(global: global, transfer: transfer, console: console).run(.add(requests))
-        if let first = badLines.first { throw ExitCode(ExitStatus.code(for: first)) }
+        try await DownloadSession(global: global, transfer: transfer, console: console, skipped: badLines).run(.add(requests))
     }
 
     /// The requests, and the errors of the list's lines that could not be made into one.

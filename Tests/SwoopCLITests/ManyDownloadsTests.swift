@@ -110,17 +110,26 @@ struct ManyDownloadsTests: CLISuite {
     @Test func aBadLineIsNamedAndSkippedAndTheRestDownload() async throws {
         defer { stop() }
         let bodies = serveMany(1, size: 100, on: server)
-        let listFile = try writeList([server.url("/f000.bin"), "# fine", "ftp://example.com/x"])
+        let missing = server.url("/missing.bin")
+        let listFile = try writeList([server.url("/f000.bin"), "# fine", "ftp://example.com/x", missing])
         let result = try await swoop("get", ["-i", listFile] + transferOptions())
-        // The exit status says something failed; the good line was downloaded all the same.
+        // The exit status says something failed, the bad line first (it was reported first, before
+        // the 404); the good line was downloaded all the same, and the summary counts the bad line.
         #expect(result.status == 2)
-        #expect(result.stderrLines == ["swoop: error: \(listFile):3: unsupported URL scheme 'ftp' in ftp://example.com/x: only http and https"])
+        let badLine = "\(listFile):3: unsupported URL scheme 'ftp' in ftp://example.com/x: only http and https"
+        #expect(result.stderrLines == [
+            "swoop: error: \(badLine)",
+            "swoop: error: HTTP 404 Not Found from \(missing)",
+            "swoop: error: 2 of 3 downloads failed:",
+            "swoop: error:   \(badLine)",
+            "swoop: error:   HTTP 404 Not Found from \(missing)",
+        ])
         #expect(sha256Hex(file: out + "/f000.bin") == sha256Hex(bodies["f000.bin"]!))
 
         let onlyBad = try writeList(["ftp://example.com/y"])
         let none = try await swoop("get", ["-i", onlyBad] + transferOptions())
         #expect(none.status == 2)
-        #expect(server.requests.count == 1)
+        #expect(server.requests.count == 2)
     }
 
     @Test func aListThatCannotBeReadSaysWhy() async throws {

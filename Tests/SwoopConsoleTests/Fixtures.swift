@@ -23,6 +23,6 @@ enum Fixtures {
         "a-very-long-file-name-that-goes-on-and-on-forever-and-ever.tar.gz", total: 10 * mib, done: mib, speed: Double(mib))
     /// 22 East Asian wide characters (44 columns) and `.mp4`.
     static let wide = download("日本語のファイル名がとても長い場合のテストです.mp4", total: 100 * mib, done: 25 * mib, speed: 5.0 * 1_048_576)
-    /// No destination yet: the URL stands in for the name.
-    static let noName = download(nil, total: 2048, done: 1024, speed: 1024, url: "https://example.com/a")
+    /// No destination yet: the name the URL suggests stands in (its query left out, decoded).
+    static let noName = download(nil, total: 2048, done: 1024, speed: 1024, url: "https://example.com/files/big%20file.iso?X-Signature=abc123")
 }

@@ -17,28 +17,28 @@ struct ProgressBoardTests {
             "a-very-long-file-name-that-goes-on-and-on-forever-and-ever.tar.gz  10.0%  1.00 MiB / 10.0 MiB  1.00 MiB/s  ETA 9s"
         ),
         (200, F.wide, "日本語のファイル名がとても長い場合のテストです.mp4  25.0%  25.0 MiB / 100 MiB  5.00 MiB/s  ETA 15s"),
-        (200, F.noName, "https://example.com/a  50.0%  1.00 KiB / 2.00 KiB  1.00 KiB/s  ETA 1s"),
+        (200, F.noName, "big file.iso  50.0%  1.00 KiB / 2.00 KiB  1.00 KiB/s  ETA 1s"),
         // 80 columns: long names are cut in the middle, keeping the extension; wide characters count twice.
         (80, F.iso, "ubuntu-24.04.1…top-amd64.iso  45.0%  2.51 GiB / 5.59 GiB  40.0 MiB/s  ETA 1m19s"),
         (80, F.stream, "stream.log  1.43 MiB  195 KiB/s"),
         (80, F.stalled, "stalled.zip  50.0%  512 KiB / 1.00 MiB  0 B/s  ETA --"),
         (80, F.long, "a-very-long-fil…and-ever.tar.gz  10.0%  1.00 MiB / 10.0 MiB  1.00 MiB/s  ETA 9s"),
         (80, F.wide, "日本語のファイル…テストです.mp4  25.0%  25.0 MiB / 100 MiB  5.00 MiB/s  ETA 15s"),
-        (80, F.noName, "https://example.com/a  50.0%  1.00 KiB / 2.00 KiB  1.00 KiB/s  ETA 1s"),
+        (80, F.noName, "big file.iso  50.0%  1.00 KiB / 2.00 KiB  1.00 KiB/s  ETA 1s"),
         // 40 columns: names down to 10 columns, then the ETA and the speed go.
         (40, F.iso, "ubunt…4.iso  45.0%  2.51 GiB / 5.59 GiB"),
         (40, F.stream, "stream.log  1.43 MiB  195 KiB/s"),
         (40, F.stalled, "stalled.zip  50.0%  512 KiB / 1.00 MiB"),
         (40, F.long, "a-ver…ar.gz  10.0%  1.00 MiB / 10.0 MiB"),
         (40, F.wide, "日本語….mp4  25.0%  25.0 MiB / 100 MiB"),
-        (40, F.noName, "http….com/a  50.0%  1.00 KiB / 2.00 KiB"),
+        (40, F.noName, "big f…e.iso  50.0%  1.00 KiB / 2.00 KiB"),
         // 20 columns: the sizes go too; a name that still does not fit is cut below 10 columns.
         (20, F.iso, "ubuntu…4.iso  45.0%"),
         (20, F.stream, "stre….log  1.43 MiB"),
         (20, F.stalled, "stalled.zip  50.0%"),
         (20, F.long, "a-very…ar.gz  10.0%"),
         (20, F.wide, "日本語….mp4  25.0%"),
-        (20, F.noName, "https….com/a  50.0%"),
+        (20, F.noName, "big file.iso  50.0%"),
     ]
 
     @Test(arguments: downloadLines)
