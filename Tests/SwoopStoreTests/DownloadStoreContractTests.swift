@@ -145,10 +145,10 @@ struct DownloadStoreContractTests {
     }
 
     /// A control waits in the store until it is cleared, one per download (a newer one replaces
-    /// it); the SQLite store forgets it with the record. The in-memory store shares no process
-    /// and refuses to pass one.
-    @Test func controlsWaitUntilClearedOnePerDownload() throws {
-        let store = try makeStore(.sqlite)
+    /// it), and goes with the record.
+    @Test(arguments: Kind.allCases)
+    func controlsWaitUntilClearedOnePerDownload(kind: Kind) throws {
+        let store = try makeStore(kind)
         let (a, b) = (record("a.bin"), record("b.bin"))
         try store.save(contentsOf: [a, b])
         #expect(try store.controls().isEmpty)
@@ -161,10 +161,6 @@ struct DownloadStoreContractTests {
         #expect(try store.controls() == [b.id: .remove(deletingFile: true)])
         try store.delete(id: b.id)
         #expect(try store.controls().isEmpty)
-
-        let memory = try makeStore(.memory)
-        #expect(throws: SwoopError.self) { try memory.post(.pause, id: a.id) }
-        #expect(try memory.controls().isEmpty)
     }
 
     @Test func everyControlRoundTripsThroughItsText() {

@@ -24,7 +24,7 @@ public actor DownloadManager {
     let store: any DownloadStore
     let logger: Logger
     let client: HTTPClientPool
-    let rateLimits: RateLimits
+    nonisolated let rateLimits: RateLimits
     let hub = EventHub()
     /// Every run between its hand-over (or direct start) and its settlement.
     nonisolated let runs = DownloadRuns()

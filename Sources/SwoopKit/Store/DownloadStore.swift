@@ -92,9 +92,9 @@ extension DownloadStore {
         try save(record)
     }
 
-    /// A store that other processes do not share has nothing to pass between them.
+    /// A store that cannot pass requests between the managers that share it.
     public func post(_ control: DownloadControl, id: Download.ID) throws {
-        throw SwoopError(.inUse, "download \(id) is running in another process, and this store cannot pass requests to it")
+        throw SwoopError(.inUse, "download \(id) is running in another manager, and this store cannot pass requests to it")
     }
 
     public func controls() throws -> [Download.ID: DownloadControl] { [:] }

@@ -4,6 +4,8 @@ import NIOConcurrencyHelpers
 /// A ``DownloadStore`` that keeps records in memory only: nothing survives the process.
 public final class InMemoryDownloadStore: DownloadStore {
     private let records = NIOLockedValueBox<[Download.ID: DownloadRecord]>([:])
+    /// Controls for the managers that share this store in one process.
+    private let pending = NIOLockedValueBox<[Download.ID: DownloadControl]>([:])
 
     /// Creates an empty store.
     public init() {}
@@ -57,6 +59,18 @@ public final class InMemoryDownloadStore: DownloadStore {
         records.withLockedValue { $0[id]?.settings = settings }
     }
 
+    public func post(_ control: DownloadControl, id: Download.ID) throws {
+        pending.withLockedValue { $0[id] = control }
+    }
+
+    public func controls() throws -> [Download.ID: DownloadControl] {
+        pending.withLockedValue { $0 }
+    }
+
+    public func clearControl(id: Download.ID) throws {
+        _ = pending.withLockedValue { $0.removeValue(forKey: id) }
+    }
+
     public func markActive(id: Download.ID, at date: Date) throws {
         records.withLockedValue { records in
             guard records[id]?.state == .waiting else { return }
@@ -103,5 +117,6 @@ public final class InMemoryDownloadStore: DownloadStore {
 
     public func delete(id: Download.ID) throws {
         _ = records.withLockedValue { $0.removeValue(forKey: id) }
+        try clearControl(id: id)
     }
 }
