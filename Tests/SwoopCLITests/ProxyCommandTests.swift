@@ -62,6 +62,34 @@ struct ProxyCommandTests {
         #expect(setup.proxy.tunnels.count == 1)
     }
 
+    /// `--proxy` is stored with the download: interrupted while it waits to retry, it continues
+    /// through the same proxy on a bare `swoop resume` that names none (and `ls ID` shows it, its
+    /// password masked).
+    @Test func aStoredProxyIsUsedByAResumeThatNamesNone() async throws {
+        let setup = try await Setup.make()
+        defer { setup.stop() }
+        setup.server.enqueue("/p.bin", .status(503, headers: [("Retry-After", "30")]))
+        let state = setup.root + "/state"
+        let proxy = "http://me:pw@127.0.0.1:\(setup.proxy.port)"
+        let running = try SwoopBinary.Running(
+            ["get", "--state-dir", state, "-d", setup.root, "--proxy", proxy, setup.server.url("/p.bin")], directory: setup.root
+        )
+        #expect(await eventually { setup.server.requests(to: "/p.bin").count == 1 })
+        running.signal(SIGINT)
+        #expect(await running.wait().status == 130)
+        #expect(setup.proxy.tunnels.count == 1)
+
+        let listed = try await SwoopBinary.run(["ls", "--state-dir", state, "--json"], in: setup.root)
+        let id = try #require((try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])?.first?["id"] as? String)
+        let details = try await SwoopBinary.run(["ls", "--state-dir", state, id], in: setup.root)
+        #expect(details.stdoutLines.contains("options: proxy http://***@127.0.0.1:\(setup.proxy.port)"), "\(details.stdout)")
+
+        let resumed = try await SwoopBinary.run(["resume", "--state-dir", state], in: setup.root, environment: [:])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(sha256Hex(file: setup.root + "/p.bin") == sha256Hex(setup.body))
+        #expect(setup.proxy.tunnels.count == 2)
+    }
+
     @Test func explicitProxyWithCredentialsNeverReachesTheOrigin() async throws {
         let setup = try await Setup.make(credentials: ("me", "s3cret"))
         defer { setup.stop() }

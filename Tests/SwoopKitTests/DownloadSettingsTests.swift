@@ -140,11 +140,13 @@ struct DownloadSettingsTests {
         #expect(f.server.requests(to: "/r.bin").count == 1)
 
         // A rerun that names nothing keeps the stored settings: one more request, failed again.
+        await run.manager.waitUntilIdle()
         _ = try await run.manager.add(try f.request("/r.bin"))
         #expect(await run.events.wait { $0.filter { $0.isTerminal && $0.download.id == id }.count == 2 })
         #expect(f.server.requests(to: "/r.bin").count == 2)
         #expect(try run.store.record(id: id)?.settings.maxRetries == 0)
 
+        await run.manager.waitUntilIdle()
         var again = try f.request("/r.bin")
         again.settings.maxRetries = 3
         _ = try await run.manager.add(again)

@@ -33,7 +33,7 @@ struct RemoteControlTests {
         // Done when `pause` returns: the owner stopped it, saved it paused and said so.
         #expect(try store.record(id: id)?.state == .paused)
         #expect(try store.record(id: id)?.committedBytes == 100_000)
-        #expect(owner.events.terminal(id).map(\.download.state) == [.paused])
+        #expect(await owner.events.wait { _ in owner.events.terminal(id).map(\.download.state) == [.paused] })
         #expect(try store.controls().isEmpty)
         // Stopped, it is anyone's to resume: with the stored limit lifted, the other manager finishes it.
         try await other.manager.setRateLimit(id, bytesPerSecond: nil)
@@ -56,7 +56,7 @@ struct RemoteControlTests {
         try await other.manager.remove(id, deletingFile: true)
         #expect(try store.record(id: id) == nil)
         #expect(!FileManager.default.fileExists(atPath: f.path("s.bin.swoop")))
-        #expect(owner.events.terminal(id).map(\.download.state) == [.removed])
+        #expect(await owner.events.wait { _ in owner.events.terminal(id).map(\.download.state) == [.removed] })
         await owner.stop()
         await other.stop()
     }

@@ -44,11 +44,23 @@ extension DownloadManager {
             guard let record = try store.record(id: id) else { return true }
             if let free = try? DownloadLock.acquireIfFree(record.key, in: configuration.lockDirectory) {
                 free.release()
-                // Taken and carried out just before the lock went: the control is gone by now.
-                return try store.controls()[id] == nil
+                // The holder let go: it carried the control out (it clears it just after), or its
+                // download ended first. What the record says tells which.
+                return try store.controls()[id] == nil || Self.isCarriedOut(control, by: store.record(id: id))
             }
         }
         throw SwoopError(.inUse, "\(busy.message) and it did not answer within \(ByteFormatting.delay(timeout.seconds)) (is it an older swoop?)")
+    }
+
+    /// Whether a download whose record reads `record` (`nil`: gone) needs nothing more for `control`.
+    static func isCarriedOut(_ control: DownloadControl, by record: DownloadRecord?) -> Bool {
+        switch control {
+        case .pause: return record?.state == .paused
+        case .cancel: return record == nil || record?.state == .removed
+        case .remove: return record == nil
+        // Stored before it was asked for: a download that runs nowhere starts with it.
+        case .applySettings: return true
+        }
     }
 
     /// Watches the store for controls other processes leave for this manager's running downloads,
