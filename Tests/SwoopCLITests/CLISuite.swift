@@ -1,5 +1,6 @@
 import Foundation
 import SwoopTesting
+import Testing
 
 /// What every suite that runs the binary starts from: a test server and a fresh workspace (`root`,
 /// its `out` for downloads and its `state` directory).
@@ -31,6 +32,14 @@ extension CLISuite {
     /// `swoop COMMAND --state-dir STATE ARGUMENTS…` in the workspace.
     func swoop(_ command: String, _ arguments: [String], timeout: Duration = .seconds(90)) async throws -> SwoopBinary.Result {
         try await SwoopBinary.run([command, "--state-dir", state] + arguments, in: root, timeout: timeout)
+    }
+
+    /// `swoop ls --json`, decoded.
+    func list() async throws -> [[String: Any]] {
+        let result = try await swoop("ls", ["--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+        return json as? [[String: Any]] ?? []
     }
 
     /// The same, left running.

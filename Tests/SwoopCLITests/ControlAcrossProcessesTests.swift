@@ -14,13 +14,6 @@ struct ControlAcrossProcessesTests: CLISuite {
 
     func stop() { Task { try? await server.shutdown() } }
 
-    /// `swoop ls --json`, decoded.
-    func list() async throws -> [[String: Any]] {
-        let result = try await swoop("ls", ["--json"])
-        #expect(result.status == 0, "\(result.stderr)")
-        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]] ?? []
-    }
-
     /// Starts `swoop get` of a path whose answer stalls after `bytes`, and returns it once that
     /// many bytes are in the part file, with the download's id prefix.
     func startStalled(_ name: String, size: Int, after bytes: Int, _ options: [String] = []) async throws -> (SwoopBinary.Running, String, [UInt8]) {

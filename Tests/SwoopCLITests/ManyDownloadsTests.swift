@@ -37,14 +37,6 @@ struct ManyDownloadsTests: CLISuite {
         return path
     }
 
-    /// `swoop ls --json`, decoded.
-    func list() async throws -> [[String: Any]] {
-        let result = try await swoop("ls", ["--json"])
-        #expect(result.status == 0, "\(result.stderr)")
-        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
-        return json as? [[String: Any]] ?? []
-    }
-
     // MARK: - The queue's limits
 
     /// 200 small downloads from two hosts with -j 4 --max-per-host 3: never more than 4 at once in

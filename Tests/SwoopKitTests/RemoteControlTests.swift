@@ -9,21 +9,21 @@ import Testing
 /// reach the one that does, through the store's controls.
 @Suite("Control of a download another manager runs")
 struct RemoteControlTests {
-    /// Manager `owner` runs a download stalled after 100,000 bytes; returns its id.
-    static func stalledDownload(_ f: ManagerFixture, owner: ManagerRun) async throws -> Download.ID {
+    /// Two running managers over one store: `owner` runs a download stalled after 100,000 bytes.
+    static func twoManagers(_ f: ManagerFixture) async throws -> (store: InMemoryDownloadStore, owner: ManagerRun, other: ManagerRun, id: Download.ID) {
+        let store = InMemoryDownloadStore()
+        let owner = try f.start(store: store)
+        let other = try f.start(store: store)
         f.serveStalling("/s.bin", size: 1_000_000, after: 100_000)
         let id = try await owner.manager.add(try f.request("/s.bin"))
         #expect(await f.partFileReaches("s.bin", size: 100_000))
-        return id
+        return (store, owner, other, id)
     }
 
     @Test func pauseAndLimitAreCarriedOutByTheManagerThatRunsIt() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let store = InMemoryDownloadStore()
-        let owner = try f.start(store: store)
-        let other = try f.start(store: store)
-        let id = try await Self.stalledDownload(f, owner: owner)
+        let (store, owner, other, id) = try await Self.twoManagers(f)
 
         try await other.manager.setRateLimit(id, bytesPerSecond: 5000)
         #expect(owner.manager.rateLimits.runningRate(id) == 5000)
@@ -48,10 +48,7 @@ struct RemoteControlTests {
     @Test func removeIsCarriedOutByTheManagerThatRunsIt() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let store = InMemoryDownloadStore()
-        let owner = try f.start(store: store)
-        let other = try f.start(store: store)
-        let id = try await Self.stalledDownload(f, owner: owner)
+        let (store, owner, other, id) = try await Self.twoManagers(f)
 
         try await other.manager.remove(id, deletingFile: true)
         #expect(try store.record(id: id) == nil)
