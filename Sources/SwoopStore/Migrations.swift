@@ -91,12 +91,16 @@ extension SQLiteDownloadStore {
             try db.rename(table: "download_v4", to: "download")
             try db.create(index: "download_queue", on: "download", columns: ["priority", "position"])
             try db.create(index: "download_file", on: "download", columns: ["directory", "fileName"])
-            // Requests to the process transferring a download (`DownloadControl`): a table of their
-            // own, so that watching them reads a few rows, not the downloads.
+            // Requests to the process transferring a download (`PostedControl`): a table of their
+            // own, so that watching them reads a few rows, not the downloads. One row per request,
+            // until its caller withdraws it.
             try db.create(table: "control") { t in
-                t.primaryKey("id", .text)
+                t.primaryKey("token", .text)
+                t.column("id", .text).notNull()
                 t.column("request", .text).notNull()
                 t.column("postedAt", .double).notNull()
+                t.column("answerCode", .text)
+                t.column("answerMessage", .text)
             }
         }
         return migrator

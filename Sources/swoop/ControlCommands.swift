@@ -29,15 +29,30 @@ private func withManager<T>(
 }
 
 /// Runs `action` on each id (given the download's snapshot, it returns the snapshot to report),
-/// printing one line per download; exits with the first failure's status.
+/// printing one line per download; exits with the first failure's status. Ctrl-C while it waits
+/// for another swoop to answer withdraws the request (exit 130).
 private func forEachDownload(
     _ ids: [String], global: GlobalOptions, verb: String, suffix: String = "",
-    _ action: @escaping (DownloadManager, Download) async throws -> Download
+    _ action: @escaping @Sendable (DownloadManager, Download) async throws -> Download
 ) async throws {
     let console = Console(quiet: global.quiet)
-    let status = try await withManager(global, console: console) { manager, downloads in
+    let interruption = Interruption()
+    let work = Task {
+        try await eachDownload(ids, global: global, console: console, verb: verb, suffix: suffix, action)
+    }
+    interruption.onSignal { work.cancel() }
+    defer { interruption.stop() }
+    let status = try await work.value
+    if status != ExitStatus.success { throw ExitCode(status) }
+}
+
+private func eachDownload(
+    _ ids: [String], global: GlobalOptions, console: Console, verb: String, suffix: String,
+    _ action: @escaping @Sendable (DownloadManager, Download) async throws -> Download
+) async throws -> Int32 {
+    try await withManager(global, console: console) { manager, downloads in
         var status = ExitStatus.success
-        for text in ids {
+        for text in ids where !Task.isCancelled {
             do {
                 let id = try DownloadLookup.resolve(text, in: downloads)
                 let current = try await manager.download(id: id)
@@ -60,7 +75,6 @@ private func forEachDownload(
         }
         return status
     }
-    if status != ExitStatus.success { throw ExitCode(status) }
 }
 
 /// `swoop pause ID…`

@@ -166,6 +166,9 @@ struct TransferOptions: ParsableArguments {
         if let userAgent { configuration.userAgent = userAgent }
         configuration.lockDirectory = lockDirectory
         configuration.limits = try limits()
+        // Also the run's: `--no-proxy-env` or `--proxy` keep a bad *_proxy variable from stopping
+        // the manager before any download is asked for (each download's own are in its settings).
+        try proxy.apply(to: &configuration)
         return configuration
     }
 

@@ -128,10 +128,17 @@ struct ProxyCommandTests {
 
         // Commands that make no requests do not care.
         let list = try await SwoopBinary.run(
-            ["ls", "--state-dir", setup.root + "/state"], in: setup.root, environment: ["https_proxy": "proxy:99999"]
+            ["ls", "--state-dir", setup.root + "/state"], in: setup.root, environment: ["https_proxy": "proxy:99999", "http_proxy": "proxy:99999"]
         )
         #expect(list.status == 0, "\(list.stderr)")
         #expect(setup.server.requests.isEmpty)
+
+        // Nor does a download told to ignore the environment, or given a proxy of its own ("" for none).
+        for (name, option) in [("n.bin", ["--no-proxy-env"]), ("e.bin", ["--proxy", ""])] {
+            let ignored = try await setup.get(option, name: name, environment: ["http_proxy": "proxy:99999"])
+            #expect(ignored.status == 0, "\(ignored.stderr)")
+            #expect(sha256Hex(file: setup.root + "/" + name) == sha256Hex(setup.body))
+        }
     }
 
     @Test func fetchHonoursTheProxy() async throws {

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import SwoopKit
@@ -213,20 +214,20 @@ struct DownloadRunsTests {
         // The caller's change under the lock may still fail (another process runs it): the run
         // must then begin as if nothing happened.
         #expect(!runs.stopTransfer(id, .pause))
-        #expect(runs.begin(id, found: .waiting) == .start)
+        #expect(runs.begin(id, found: .waiting, since: Date()) == .start)
 
         let stopped = DownloadRuns()
         stopped.handOver(id)
         #expect(!stopped.stopTransfer(id, .cancel))
         stopped.stoppedByCaller(id)
-        #expect(stopped.begin(id, found: .removed) == .settleQuietly)
+        #expect(stopped.begin(id, found: .removed, since: Date()) == .settleQuietly)
         #expect(!stopped.contains(id))
     }
 
     @Test func aRecordHasOneRunAtATime() {
         let runs = DownloadRuns()
-        #expect(runs.startDirect(id))
-        #expect(!runs.startDirect(id))
+        #expect(runs.startDirect(id, since: Date()))
+        #expect(!runs.startDirect(id, since: Date()))
         #expect(!runs.handOver(id))
         #expect(runs.isRunning(id))
         #expect(runs.stopTransfer(id, .pause))

@@ -116,6 +116,23 @@ struct DownloadSettingsTests {
         #expect(changed.settings.maxRetries == 2)
         // The record's request carries the settings, for a run of it elsewhere.
         #expect(try changed.request().settings == changed.settings)
+
+        // A completed download keeps no `overwrite` for a request that names no policy (its file
+        // may be the user's by now); one that names it gets it.
+        var completed = stored
+        completed.state = .completed
+        completed.apply(try DownloadRequest(url: "http://127.0.0.1/a", directory: "/tmp"))
+        #expect(completed.collisionPolicy == .rename)
+        request.collisionPolicy = .overwrite
+        completed.apply(request)
+        #expect(completed.collisionPolicy == .overwrite)
+
+        // Started afresh (removed, or its file changed), it keeps how it was asked for.
+        var finished = changed
+        (finished.state, finished.committedBytes, finished.etag, finished.fileName) = (.removed, 10, "\"e\"", "a")
+        let fresh = finished.restarted(bootID: "b2")
+        #expect((fresh.id, fresh.key, fresh.state, fresh.committedBytes, fresh.etag, fresh.fileName) == (changed.id, changed.key, .waiting, 0, nil, nil))
+        #expect((fresh.headers, fresh.checksum, fresh.collisionPolicy, fresh.settings) == (changed.headers, changed.checksum, changed.collisionPolicy, changed.settings))
     }
 
     /// A download stored with no retries fails at its first transient error even though the

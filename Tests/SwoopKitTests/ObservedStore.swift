@@ -25,6 +25,10 @@ final class ObservedStore: DownloadStore {
         try inner.update(record, durable: durable)
     }
 
+    func update(settings: DownloadSettings, id: Download.ID) throws {
+        try inner.update(settings: settings, id: id)
+    }
+
     func markActive(id: Download.ID, at date: Date) throws {
         onMarkActive(id)
         try inner.markActive(id: id, at: date)

@@ -76,13 +76,82 @@ struct RemoteControlTests {
         let other = try f.start(store: store, configuration: impatient)
         let error = await #expect(throws: SwoopError.self) { try await other.manager.pause(id) }
         #expect(error?.code == .inUse)
-        #expect(error?.message.hasSuffix("and it did not answer within 0.3s (is it an older swoop?)") == true)
+        #expect(error?.message.hasSuffix(", which did not answer within 0.3s") == true)
         #expect(try store.controls().isEmpty)
         #expect(try store.record(id: id)?.state == .active)
 
         direct.cancel()
         _ = await direct.result
         #expect(try store.record(id: id)?.state == .interrupted)
+        try await holder.shutdown()
+        await other.stop()
+    }
+
+    /// Two callers at once (a pause and a new limit): each request is its own and each is answered.
+    @Test func twoCallersAtOnceAreBothAnswered() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        let (store, owner, other, id) = try await Self.twoManagers(f)
+        async let limited: Void = other.manager.setRateLimit(id, bytesPerSecond: 7000)
+        async let paused: Void = other.manager.pause(id)
+        _ = try await (limited, paused)
+        #expect(try store.record(id: id)?.state == .paused)
+        #expect(try store.record(id: id)?.settings.bytesPerSecond == 7000)
+        #expect(try store.controls().isEmpty)
+        await owner.stop()
+        await other.stop()
+    }
+
+    /// A control posted before a run went for the lock was meant for an earlier run: the new run
+    /// leaves it alone and finishes.
+    @Test func aControlPostedBeforeTheRunIsLeftAlone() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        let store = InMemoryDownloadStore()
+        let body = f.serve("/old.bin", size: 300_000)
+        let owner = try f.start(store: store)
+        let record = f.record("/old.bin")
+        try store.save(record)
+        let stale = PostedControl(id: record.id, control: .remove(deletingFile: true), postedAt: Date(timeIntervalSinceNow: -60))
+        try store.post(stale)
+        f.server.setDefault("/old.bin", .throttle(bytesPerSecond: 600_000))
+        _ = try await owner.manager.resumeAll()
+        #expect(await owner.waitForTerminal([record.id]))
+        #expect(try store.record(id: record.id)?.state == .completed)
+        #expect(sha256Hex(file: f.path("old.bin")) == sha256Hex(body))
+        #expect(try store.controls() == [stale])
+        await owner.stop()
+    }
+
+    /// The holder's answer that it could not carry the request out is the caller's error.
+    @Test func aFailedAnswerIsTheCallersError() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        let store = InMemoryDownloadStore()
+        f.serveStalling("/s.bin", size: 1_000_000, after: 100_000)
+        // A holder that does not watch; the test answers in its place.
+        let holder = try DownloadManager(configuration: f.configuration, store: store)
+        let request = try f.request("/s.bin")
+        let direct = Task { try await holder.download(request) }
+        #expect(await f.partFileReaches("s.bin", size: 100_000))
+        let id = try #require(try store.all().first?.id)
+        let other = try f.start(store: store)
+        let answering = Task {
+            while true {
+                if let posted = try store.controls().first {
+                    try store.answer(posted.token, .failed(.invalidArgument, "a completed download cannot be paused"))
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        let error = await #expect(throws: SwoopError.self) { try await other.manager.pause(id) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.hasSuffix("a completed download cannot be paused") == true)
+        try await answering.value
+        #expect(try store.controls().isEmpty)
+        direct.cancel()
+        _ = await direct.result
         try await holder.shutdown()
         await other.stop()
     }

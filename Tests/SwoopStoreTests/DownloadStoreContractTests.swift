@@ -144,23 +144,28 @@ struct DownloadStoreContractTests {
         #expect(after.committedBytes == 500)
     }
 
-    /// A control waits in the store until it is cleared, one per download (a newer one replaces
-    /// it), and goes with the record.
+    /// Controls are kept one per request, oldest first, until withdrawn; an answer (done, or the
+    /// error that stopped it, code and message) is kept with its request; they go with the record.
     @Test(arguments: Kind.allCases)
-    func controlsWaitUntilClearedOnePerDownload(kind: Kind) throws {
+    func controlsAreKeptPerRequestUntilWithdrawnWithTheirAnswers(kind: Kind) throws {
         let store = try makeStore(kind)
         let (a, b) = (record("a.bin"), record("b.bin"))
         try store.save(contentsOf: [a, b])
         #expect(try store.controls().isEmpty)
-        try store.post(.pause, id: a.id)
-        try store.post(.remove(deletingFile: true), id: b.id)
-        #expect(try store.controls() == [a.id: .pause, b.id: .remove(deletingFile: true)])
-        try store.post(.applySettings, id: a.id)
-        #expect(try store.controls()[a.id] == .applySettings)
-        try store.clearControl(id: a.id)
-        #expect(try store.controls() == [b.id: .remove(deletingFile: true)])
+        let pause = PostedControl(id: a.id, control: .pause, postedAt: Self.created)
+        let limit = PostedControl(id: a.id, control: .applySettings, postedAt: Self.touched)
+        let remove = PostedControl(id: b.id, control: .remove(deletingFile: true), postedAt: Self.touched)
+        for control in [pause, limit, remove] { try store.post(control) }
+        #expect(try store.controls() == [pause, limit, remove])
+
+        try store.answer(pause.token, .done)
+        try store.answer(limit.token, .failed(.invalidArgument, "a completed download cannot be paused"))
+        let answered = try store.controls()
+        #expect(answered.map(\.answer) == [.done, .failed(.invalidArgument, "a completed download cannot be paused"), nil])
+        try store.withdraw(pause.token)
+        #expect(try store.controls().map(\.token) == [limit.token, remove.token])
         try store.delete(id: b.id)
-        #expect(try store.controls().isEmpty)
+        #expect(try store.controls().map(\.token) == [limit.token])
     }
 
     @Test func everyControlRoundTripsThroughItsText() {

@@ -216,10 +216,12 @@ struct SQLiteDownloadStoreTests {
                 try db.execute(
                     sql: """
                         INSERT INTO download (id, url, directory, requestedName, fileName, state, totalBytes, committedBytes,
-                        syncedBytes, bootID, checksum, createdAt, updatedAt, headers, collisionPolicy, priority, position,
-                        bytesPerSecond, segments)
+                        syncedBytes, bootID, etag, lastModified, finalSize, finalModified, checksum, lastError, createdAt,
+                        updatedAt, headers, collisionPolicy, priority, position, bytesPerSecond, segments)
                         VALUES ('old-1', 'http://127.0.0.1/o.bin', '/tmp/x', '', 'o.bin', 'paused', 1000, 400, 300, 'b',
-                        'md5=00', 1, 2, '[{"name":"X-A","value":"1"}]', 'overwrite', 3, 4, 0, NULL)
+                        '"e"', 'Sun, 06 Nov 1994 08:49:37 GMT', 7, 8.5, 'md5=00', 'HTTP 503', 1, 2,
+                        '[{"name":"X-A","value":"1"}]', 'overwrite', 3, 4, 0,
+                        '[{"start":0,"end":500,"written":400,"synced":300}]')
                         """
                 )
             }
@@ -231,15 +233,26 @@ struct SQLiteDownloadStoreTests {
         #expect(old.headers == [HTTPHeaderField(name: "X-A", value: "1")])
         #expect((old.collisionPolicy, old.priority, old.position) == (.overwrite, 3, 4))
         #expect(old.settings == DownloadSettings())
+        #expect((old.etag, old.lastModified, old.finalSize, old.finalModified) == ("\"e\"", "Sun, 06 Nov 1994 08:49:37 GMT", 7, 8.5))
+        #expect((old.checksum, old.lastError, old.fileName) == ("md5=00", "HTTP 503", "o.bin"))
+        #expect(old.segments == [Segment(start: 0, end: 500, written: 400, synced: 300)])
+        // The rebuilt table keeps its unique key and its indexes.
+        var twin = DownloadRecord(url: old.url, directory: old.directory, requestedName: "", bootID: "b")
+        twin.fileName = "twin.bin"
+        #expect(throws: SwoopError.self) { try store.save(twin) }
+        #expect(try store.find(url: old.url, directory: old.directory, requestedName: "")?.id == old.id)
         var changed = old
         changed.state = .interrupted
         changed.settings.maxRetries = 2
         try store.save(changed)
-        try store.post(.pause, id: old.id)
+        let pause = PostedControl(id: old.id, control: .pause, postedAt: Date(timeIntervalSince1970: 1_700_000_000))
+        try store.post(pause)
         try store.close()
         let reopened = try SQLiteDownloadStore(path: path)
         #expect(try reopened.record(id: old.id) == changed)
-        #expect(try reopened.controls() == [old.id: .pause])
+        #expect(try reopened.controls() == [pause])
+        let indexes = try DatabaseQueue(path: path).read { db in try db.indexes(on: "download").map(\.name) }
+        #expect(Set(indexes).isSuperset(of: ["download_queue", "download_file"]))
     }
 }
 

@@ -6,7 +6,7 @@ extension DownloadManager {
     /// Queues a download and returns its id.
     ///
     /// A URL already in the store for the same directory and file name is reused, never
-    /// duplicated: a paused or failed one goes back to the queue and continues from its progress; a
+    /// duplicated: a paused, interrupted or failed one goes back to the queue and continues from its progress; a
     /// completed one is recognised (``DownloadEvent/alreadyComplete(_:)``) without a transfer.
     public func add(_ request: DownloadRequest) throws -> Download.ID {
         try add(contentsOf: [request])[0]
@@ -91,14 +91,7 @@ extension DownloadManager {
         case .paused, .interrupted, .failed:
             record.state = try DownloadStateMachine.next(after: record.state, on: .resume).get()
         case .removed:
-            var fresh = DownloadRecord(
-                id: record.id, url: record.url, directory: record.directory, requestedName: record.requestedName,
-                bootID: FileSystem.bootID, now: record.createdAt
-            )
-            // A fresh start of the same download, asked for the same way.
-            (fresh.headers, fresh.checksum, fresh.collisionPolicy, fresh.settings) = (record.headers, record.checksum, record.collisionPolicy, record.settings)
-            (fresh.priority, fresh.position) = (record.priority, record.position)
-            record = fresh
+            record = record.restarted(bootID: FileSystem.bootID)
         case .waiting, .active, .completed:
             // An `active` record belongs to a live process (its lock decides at start) or to a dead
             // one (recovered at start); a completed one is checked at start.

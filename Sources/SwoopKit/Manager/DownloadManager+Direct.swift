@@ -21,6 +21,7 @@ extension DownloadManager {
         } catch let error as SwoopError {
             throw SwoopError(error.code, "\(request.url.absoluteString): \(error.message)")
         }
+        let since = Date()
         let lock = try DownloadLock.acquire(request.key, in: configuration.lockDirectory)
         let found = try withStoreErrors { try store.find(url: request.key.url, directory: request.directory, requestedName: request.key.requestedName) }
         let record = found ?? DownloadRecord(request, bootID: FileSystem.bootID)
@@ -31,7 +32,7 @@ extension DownloadManager {
         if let found, queue.contains(found.id) {
             throw SwoopError(.inUse, "\(request.url.absoluteString) is already in this manager's queue (download \(found.id))")
         }
-        guard runs.startDirect(record.id) else {
+        guard runs.startDirect(record.id, since: since) else {
             throw SwoopError(.inUse, "\(request.url.absoluteString) is already being downloaded by this manager (download \(record.id))")
         }
         let result = await runTransfer(

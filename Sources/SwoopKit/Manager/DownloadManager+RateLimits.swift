@@ -32,7 +32,13 @@ extension DownloadManager {
         var record = try existingRecord(id)
         record.settings.bytesPerSecond = bytesPerSecond ?? 0
         try store.update(settings: record.settings, id: id)
-        if try rateLimits.set(id, own: record.settings.ownRate) { return }
+        // Running here: at once (a transfer whose limiter is not made yet starts with the stored
+        // rate, or takes it a moment later).
+        for _ in 0..<100 where runs.isTransferring(id) {
+            if try rateLimits.set(id, own: record.settings.ownRate) { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        if runs.contains(id) { return }
         // Not running here: another process may be transferring it. It takes the new settings on
         // when asked; a download that runs nowhere starts with them.
         _ = try await withLockOrOwner(id, asking: .applySettings) { _ in }

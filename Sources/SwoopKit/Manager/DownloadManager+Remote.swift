@@ -1,20 +1,23 @@
 import Foundation
 
 // Controlling a download that another process transfers: the request goes through the store (a
-// `DownloadControl`), the process holding the download's lock carries it out and clears it, and
-// the caller waits for that. Both sides are here: asking (`withLockOrOwner`) and watching
+// `PostedControl`), the process holding the download's lock carries it out and answers, and the
+// caller waits for the answer. Both sides are here: asking (`withLockOrOwner`) and watching
 // (`watchControls`, a child task of `run()`).
 
 extension DownloadManager {
-    /// How often a running manager looks for controls, and a caller for the answer.
+    /// How often a running manager looks for controls.
     static let controlPollInterval: Duration = .milliseconds(200)
 
     /// Runs `body` on the download's record under its lock (see `withDownloadLock`); when another
     /// process holds the lock, asks that process to carry out `control` instead and waits for it.
     ///
     /// - Returns: The record `body` changed, or `nil` when the other process carried it out.
-    /// - Throws: ``SwoopError/Code/inUse`` when that process does not answer within
-    ///   ``Configuration/Durability/controlTimeout`` (a Swoop too old to watch, or one stuck).
+    /// - Throws: What the other process answered when it could not; ``SwoopError/Code/inUse`` when
+    ///   it does not answer within ``Configuration/Durability/controlTimeout`` (it is busy
+    ///   finishing, or does not watch: an older swoop, or a direct download without `run()`);
+    ///   ``SwoopError/Code/cancelled`` when the caller's task is cancelled while it waits (the
+    ///   request is withdrawn).
     func withLockOrOwner(
         _ id: Download.ID, asking control: DownloadControl, _ body: (inout DownloadRecord) throws -> Void
     ) async throws -> DownloadRecord? {
@@ -30,26 +33,43 @@ extension DownloadManager {
         return nil
     }
 
-    /// Leaves `control` for the process holding `id`'s lock and waits until it has carried it out
-    /// (`true`) or let go of the lock without taking it (`false`: the caller does it itself).
+    /// Posts `control` for the process holding `id`'s lock and waits until it has answered
+    /// (`true`, or its error), or let go of the lock without answering (`true` when the record
+    /// shows the request carried out, else `false`: the caller does it itself).
     private func askOwner(_ id: Download.ID, _ control: DownloadControl, busy: SwoopError) async throws -> Bool {
-        try store.post(control, id: id)
-        // Whatever happens, no control is left behind for a later run of the download.
-        defer { try? store.clearControl(id: id) }
+        let posted = PostedControl(id: id, control: control)
+        try store.post(posted)
+        // Whatever happens, the request does not outlive this call.
+        defer { try? store.withdraw(posted.token) }
         let timeout = configuration.durability.controlTimeout
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            try await Task.sleep(for: Self.controlPollInterval / 4)
-            if try store.controls()[id] == nil { return true }
+            do {
+                try await Task.sleep(for: Self.controlPollInterval / 4)
+            } catch {
+                throw SwoopError(.cancelled, "stopped waiting for an answer about \(id); the request was withdrawn")
+            }
+            if let done = try answered(posted.token) { return done }
             guard let record = try store.record(id: id) else { return true }
             if let free = try? DownloadLock.acquireIfFree(record.key, in: configuration.lockDirectory) {
                 free.release()
-                // The holder let go: it carried the control out (it clears it just after), or its
-                // download ended first. What the record says tells which.
-                return try store.controls()[id] == nil || Self.isCarriedOut(control, by: store.record(id: id))
+                // The holder let go: it carried the request out (and answers just after), or its
+                // download ended first. Its answer, else what the record says, tells which.
+                return try answered(posted.token) ?? Self.isCarriedOut(control, by: store.record(id: id))
             }
         }
-        throw SwoopError(.inUse, "\(busy.message) and it did not answer within \(ByteFormatting.delay(timeout.seconds)) (is it an older swoop?)")
+        throw SwoopError(.inUse, "\(busy.message), which did not answer within \(ByteFormatting.delay(timeout.seconds))")
+    }
+
+    /// `true` once the control of `token` was carried out (or went with its download), `nil` while
+    /// it waits; throws the answer of a holder that could not carry it out.
+    private func answered(_ token: String) throws -> Bool? {
+        guard let posted = try store.controls().first(where: { $0.token == token }) else { return true }
+        switch posted.answer {
+        case .done: return true
+        case .failed(let code, let message): throw SwoopError(code, message)
+        case nil: return nil
+        }
     }
 
     /// Whether a download whose record reads `record` (`nil`: gone) needs nothing more for `control`.
@@ -63,8 +83,10 @@ extension DownloadManager {
         }
     }
 
-    /// Watches the store for controls other processes leave for this manager's running downloads,
-    /// and carries them out; ends when its task is cancelled. A child task of ``run()``.
+    /// Watches the store for controls other processes leave for this manager's running downloads
+    /// and carries them out, oldest first; ends when its task is cancelled. A child task of
+    /// ``run()``. A control posted before the run went for its lock was meant for an earlier run
+    /// and is left alone (its caller withdraws it).
     nonisolated func watchControls() async {
         while !Task.isCancelled {
             do {
@@ -72,26 +94,37 @@ extension DownloadManager {
             } catch {
                 return
             }
-            guard runs.hasTransfers, let controls = try? store.controls(), !controls.isEmpty else { continue }
-            for (id, control) in controls where runs.isTransferring(id) {
-                await carryOut(control, for: id)
+            guard runs.hasTransfers, let controls = try? store.controls() else { continue }
+            for posted in controls where posted.answer == nil {
+                guard let since = runs.transferringSince(posted.id), posted.postedAt >= since else { continue }
+                if let answer = await carryOut(posted.control, for: posted.id) {
+                    try? store.answer(posted.token, answer)
+                }
             }
         }
     }
 
-    /// Carries out a control another process left for a download this manager transfers, then
-    /// clears it (which tells the asker it is done).
-    func carryOut(_ control: DownloadControl, for id: Download.ID) async {
-        switch control {
-        case .pause:
-            try? await pause(id)
-        case .cancel:
-            try? await cancel(id)
-        case .remove(let deletingFile):
-            try? await remove(id, deletingFile: deletingFile)
-        case .applySettings:
-            if let record = try? store.record(id: id) { try? rateLimits.set(id, own: record.settings.ownRate) }
+    /// Carries out a control another process left for a download this manager transfers.
+    ///
+    /// - Returns: The answer, or `nil` to look again next time (a new rate for a transfer whose
+    ///   limiter is not made yet).
+    func carryOut(_ control: DownloadControl, for id: Download.ID) async -> PostedControl.Answer? {
+        do {
+            switch control {
+            case .pause:
+                try await pause(id)
+            case .cancel:
+                try await cancel(id)
+            case .remove(let deletingFile):
+                try await remove(id, deletingFile: deletingFile)
+            case .applySettings:
+                let record = try existingRecord(id)
+                if try !rateLimits.set(id, own: record.settings.ownRate), runs.isTransferring(id) { return nil }
+            }
+            return .done
+        } catch {
+            let failure = SwoopError.wrapping(error)
+            return .failed(failure.code, failure.message)
         }
-        try? store.clearControl(id: id)
     }
 }

@@ -47,6 +47,7 @@ extension DownloadManager {
         // the same lock, so what is read here stays true while the transfer runs.
         let lock: DownloadLock
         let record: DownloadRecord?
+        let since = Date()
         do {
             lock = try DownloadLock.acquire(key, in: configuration.lockDirectory)
             record = try store.record(id: id)
@@ -57,7 +58,7 @@ extension DownloadManager {
         }
         // A shutdown that began meanwhile must not find a transfer it did not cancel: it stays waiting.
         guard phase == .running else { return runs.forget(id) }
-        switch runs.begin(id, found: record?.state) {
+        switch runs.begin(id, found: record?.state, since: since) {
         case .settleQuietly:
             return
         case .announceStopped:

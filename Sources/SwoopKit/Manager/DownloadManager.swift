@@ -162,7 +162,7 @@ public actor DownloadManager {
 
     // MARK: - Shutting down
 
-    /// Stops every transfer (saving its progress as paused), waits for them, closes the store and
+    /// Stops every transfer (saving its progress as ``Download/State/interrupted``), waits for them, closes the store and
     /// the connection pool, and ends every event stream. Waiting downloads stay `waiting` in the
     /// store. Safe to call more than once.
     public func shutdown() async throws {

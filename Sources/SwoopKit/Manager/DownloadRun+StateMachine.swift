@@ -72,10 +72,12 @@ struct DownloadRun: Sendable {
         }
     }
 
-    /// How its transfer records a stop: `pause` when the caller paused it, else `interrupt` (the
-    /// process or the task is stopping; a cancel or remove changes the record again once it ended).
+    /// How its transfer records a stop: `pause` when the caller stopped it (a pause, or a cancel
+    /// or remove, which changes the record again once it ended: should the process die first, the
+    /// download stays paused, not resumed by a bare resume), else `interrupt` (the process or the
+    /// task is stopping).
     var stopRequest: DownloadStateMachine.Request {
-        if case .stopping(.pause, _) = state { return .pause }
+        if case .stopping = state { return .pause }
         return .interrupt
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import NIOConcurrencyHelpers
 
 /// The manager's runs, each a ``DownloadRun`` state machine with its transfer's task and latest
@@ -8,6 +9,9 @@ final class DownloadRuns: Sendable {
         var run: DownloadRun
         var task: Task<DownloadOutcome, any Error>?
         var snapshot: Download?
+        /// When the run went for the download's lock: controls posted before were meant for an
+        /// earlier run.
+        var since: Date?
     }
 
     private let entries = NIOLockedValueBox<[Download.ID: Entry]>([:])
@@ -25,10 +29,12 @@ final class DownloadRuns: Sendable {
 
     /// A direct download's run, whose transfer starts at once. Returns `false` (changing nothing)
     /// when `id` has a run already.
-    func startDirect(_ id: Download.ID) -> Bool {
+    ///
+    /// - Parameter since: When it went for the download's lock.
+    func startDirect(_ id: Download.ID, since: Date) -> Bool {
         entries.withLockedValue { entries in
             guard entries[id] == nil else { return false }
-            entries[id] = Entry(run: .started())
+            entries[id] = Entry(run: .started(), since: since)
             return true
         }
     }
@@ -43,15 +49,26 @@ final class DownloadRuns: Sendable {
         entries.withLockedValue { $0[id]?.run.isTransferring ?? false }
     }
 
+    /// When the run of `id` whose transfer runs went for the lock, or `nil` when none runs.
+    func transferringSince(_ id: Download.ID) -> Date? {
+        entries.withLockedValue { entries in
+            guard let entry = entries[id], entry.run.isTransferring else { return nil }
+            return entry.since
+        }
+    }
+
     /// Whether `id` has a run (handed over, transferring, or stopping).
     func contains(_ id: Download.ID) -> Bool {
         entries.withLockedValue { $0[id] != nil }
     }
 
     /// The run begins with the record's state as read under its lock (`nil`: gone).
-    func begin(_ id: Download.ID, found: Download.State?) -> DownloadRun.BeginAction {
+    ///
+    /// - Parameter since: When it went for the lock.
+    func begin(_ id: Download.ID, found: Download.State?, since: Date) -> DownloadRun.BeginAction {
         entries.withLockedValue { entries in
             guard var entry = entries[id] else { return .settleQuietly }
+            entry.since = since
             let action = entry.run.begin(found: found)
             if action == .start { entries[id] = entry } else { entries[id] = nil }
             return action

@@ -132,7 +132,9 @@ public enum DownloadEvent: Sendable {
     case progress(Download)
     /// Something the user should know that is not an error: a restart from zero and why, a retry.
     case notice(Download, String)
-    /// The download stopped at the caller's request; its progress is saved.
+    /// The download stopped without an error; its progress is saved. The snapshot's state says
+    /// why: ``Download/State/paused`` at the caller's request, ``Download/State/interrupted`` when
+    /// its process or task stopped.
     case paused(Download)
     /// The final file is in place.
     case completed(Download)

@@ -51,6 +51,12 @@ public struct SwoopError: Error, Sendable, CustomStringConvertible {
         public static let other = Code(.other)
 
         public var description: String { base.rawValue }
+
+        /// The code named by its ``description`` (as a store keeps it), or `nil` for an unknown name.
+        public init?(name: String) {
+            guard let base = Base(rawValue: name) else { return nil }
+            self.base = base
+        }
     }
 
     /// What kind of failure this is.

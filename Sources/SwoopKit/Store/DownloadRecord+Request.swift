@@ -15,11 +15,29 @@ extension DownloadRecord {
     /// Takes on what `request` asks for, laid over what is stored: its headers (replacing stored
     /// ones of the same name), its checksum and collision policy when it names them, and the
     /// settings it sets (see ``DownloadSettings/overriding(with:)``).
+    ///
+    /// A completed download does not keep `overwrite` for a request that names no policy: its file
+    /// may have been changed since, and is then the user's, not to be replaced without being asked.
     public mutating func apply(_ request: DownloadRequest) {
         headers = Self.merged(headers, request.headers)
         if let checksum = request.checksum { self.checksum = checksum.description }
-        if let policy = request.collisionPolicy { collisionPolicy = policy }
+        if let policy = request.collisionPolicy {
+            collisionPolicy = policy
+        } else if state == .completed {
+            collisionPolicy = .rename
+        }
         settings = settings.overriding(with: request.settings)
+    }
+
+    /// The same download started afresh (removed, or its finished file changed): its key, id,
+    /// options, settings and queue place kept; its progress, file and validators forgotten.
+    public func restarted(bootID: String) -> DownloadRecord {
+        var fresh = DownloadRecord(
+            id: id, url: url, directory: directory, requestedName: requestedName, bootID: bootID, checksum: checksum, now: createdAt
+        )
+        (fresh.headers, fresh.collisionPolicy, fresh.settings) = (headers, collisionPolicy, settings)
+        (fresh.priority, fresh.position) = (priority, position)
+        return fresh
     }
 
     /// `stored` with each of `new` replacing the headers of the same name (case-insensitively).

@@ -43,12 +43,14 @@ public protocol DownloadStore: Sendable {
     /// Replaces a download's settings, and nothing else: a transfer's updates never write them, so
     /// this is how they change while it runs. A record that is gone stays gone.
     func update(settings: DownloadSettings, id: Download.ID) throws
-    /// Leaves `control` for the process transferring `id` (replacing one it has not taken yet).
-    func post(_ control: DownloadControl, id: Download.ID) throws
-    /// The controls left for downloads and not yet taken.
-    func controls() throws -> [Download.ID: DownloadControl]
-    /// Takes the control left for `id`: it is gone once this returns.
-    func clearControl(id: Download.ID) throws
+    /// Leaves a control for the process transferring its download (``DownloadControl``).
+    func post(_ control: PostedControl) throws
+    /// Every control left and not withdrawn, answered or not, oldest first.
+    func controls() throws -> [PostedControl]
+    /// Records the answer of the process that ran the download.
+    func answer(_ token: String, _ answer: PostedControl.Answer) throws
+    /// Removes a control (its caller has its answer, or stopped waiting).
+    func withdraw(_ token: String) throws
     /// Releases the store's resources; later calls may fail.
     func close() throws
     /// Whether records survive the process (and, saved durably, a power loss). A transfer with a
@@ -86,20 +88,16 @@ extension DownloadStore {
 
     public func close() throws {}
 
-    public func update(settings: DownloadSettings, id: Download.ID) throws {
-        guard var record = try record(id: id) else { return }
-        record.settings = settings
-        try save(record)
-    }
-
     /// A store that cannot pass requests between the managers that share it.
-    public func post(_ control: DownloadControl, id: Download.ID) throws {
-        throw SwoopError(.inUse, "download \(id) is running in another manager, and this store cannot pass requests to it")
+    public func post(_ control: PostedControl) throws {
+        throw SwoopError(.inUse, "download \(control.id) is running in another manager, and this store cannot pass requests to it")
     }
 
-    public func controls() throws -> [Download.ID: DownloadControl] { [:] }
+    public func controls() throws -> [PostedControl] { [] }
 
-    public func clearControl(id: Download.ID) throws {}
+    public func answer(_ token: String, _ answer: PostedControl.Answer) throws {}
+
+    public func withdraw(_ token: String) throws {}
 
     public var isDurable: Bool { false }
 }

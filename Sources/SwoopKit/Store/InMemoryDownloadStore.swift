@@ -4,8 +4,8 @@ import NIOConcurrencyHelpers
 /// A ``DownloadStore`` that keeps records in memory only: nothing survives the process.
 public final class InMemoryDownloadStore: DownloadStore {
     private let records = NIOLockedValueBox<[Download.ID: DownloadRecord]>([:])
-    /// Controls for the managers that share this store in one process.
-    private let pending = NIOLockedValueBox<[Download.ID: DownloadControl]>([:])
+    /// Controls for the managers that share this store in one process, oldest first.
+    private let posted = NIOLockedValueBox<[PostedControl]>([])
 
     /// Creates an empty store.
     public init() {}
@@ -59,16 +59,22 @@ public final class InMemoryDownloadStore: DownloadStore {
         records.withLockedValue { $0[id]?.settings = settings }
     }
 
-    public func post(_ control: DownloadControl, id: Download.ID) throws {
-        pending.withLockedValue { $0[id] = control }
+    public func post(_ control: PostedControl) throws {
+        posted.withLockedValue { $0.append(control) }
     }
 
-    public func controls() throws -> [Download.ID: DownloadControl] {
-        pending.withLockedValue { $0 }
+    public func controls() throws -> [PostedControl] {
+        posted.withLockedValue { $0 }
     }
 
-    public func clearControl(id: Download.ID) throws {
-        _ = pending.withLockedValue { $0.removeValue(forKey: id) }
+    public func answer(_ token: String, _ answer: PostedControl.Answer) throws {
+        posted.withLockedValue { all in
+            for index in all.indices where all[index].token == token { all[index].answer = answer }
+        }
+    }
+
+    public func withdraw(_ token: String) throws {
+        posted.withLockedValue { $0.removeAll { $0.token == token } }
     }
 
     public func markActive(id: Download.ID, at date: Date) throws {
@@ -117,6 +123,6 @@ public final class InMemoryDownloadStore: DownloadStore {
 
     public func delete(id: Download.ID) throws {
         _ = records.withLockedValue { $0.removeValue(forKey: id) }
-        try clearControl(id: id)
+        posted.withLockedValue { $0.removeAll { $0.id == id } }
     }
 }

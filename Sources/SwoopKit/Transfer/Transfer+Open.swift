@@ -33,26 +33,19 @@ extension Transfer {
         let why = FileSystem.exists(path) ? "was changed since it was downloaded" : "was removed"
         emit(.notice(record.snapshot(), "\(path) \(why); downloading it again"))
         // A changed file is no longer ours: the collision policy decides about it like any file.
-        let keep = record
-        record = DownloadRecord(
-            id: keep.id, url: keep.url, directory: keep.directory, requestedName: keep.requestedName,
-            bootID: bootID, checksum: keep.checksum, now: keep.createdAt
-        )
+        record = record.restarted(bootID: bootID)
         try storeCall { try store.update(record, durable: true) }
         return nil
     }
 
-    /// Running the same download again resumes it: a paused or failed one goes back to waiting, and
+    /// Running the same download again resumes it: a paused, interrupted or failed one goes back to waiting, and
     /// one left `active` by a process that died (the lock we hold proves it is gone) is recovered.
     func returnToQueue() throws {
         switch record.state {
         case .paused, .interrupted, .failed: try transition(.resume)
         case .active: try transition(.recover)
         case .removed:
-            record = DownloadRecord(
-                id: record.id, url: record.url, directory: record.directory, requestedName: record.requestedName,
-                bootID: bootID, checksum: record.checksum
-            )
+            record = record.restarted(bootID: bootID)
         case .waiting, .completed: break
         }
     }
