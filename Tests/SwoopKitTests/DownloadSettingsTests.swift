@@ -173,4 +173,25 @@ struct DownloadSettingsTests {
         #expect(try run.store.record(id: id)?.settings.maxRetries == 3)
         await run.stop()
     }
+
+    /// A download's own idle timeout reaches its connection (AsyncHTTPClient sets it per client): a
+    /// stalled answer fails after 1 s with no retries although the manager's timeout is 60 s.
+    @Test func aDownloadsOwnTimeoutReachesItsConnection() async throws {
+        var f = try await ManagerFixture.make()
+        defer { f.stop() }
+        f.configuration.timeouts.idle = .seconds(60)
+        f.serveStalling("/t.bin", size: 100_000, after: 1000)
+        let run = try f.start()
+        var request = try f.request("/t.bin")
+        request.settings.idleTimeout = 1
+        request.settings.maxRetries = 0
+        let id = try await run.manager.add(request)
+        #expect(await run.waitForTerminal([id], timeout: .seconds(30)))
+        guard case .failed(_, let error)? = run.events.terminal(id).first else {
+            Issue.record("expected a failure, got \(run.events.terminal(id))")
+            return
+        }
+        #expect(error.code == .timeout)
+        await run.stop()
+    }
 }
