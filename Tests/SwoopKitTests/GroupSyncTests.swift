@@ -191,12 +191,13 @@ final class SyncCaller: Sendable {
         await eventually(timeout: .seconds(10)) { result != nil }
     }
 
-    /// Waits (up to 10 s) until the thread, having called `sync()`, sleeps in a futex: the
+    /// Waits (up to 20 s: a loaded machine may keep a thread from running that long) until the
+    /// thread, having called `sync()`, sleeps in a futex: the
     /// condition variable, as the flush runs without the lock held. Seen several times in a row,
     /// so a moment of lock contention on the way in does not count.
     func isWaitingInsideSync() async -> Bool {
         var seen = 0
-        return await eventually(timeout: .seconds(10)) {
+        return await eventually(timeout: .seconds(20)) {
             guard let task = thread.withLockedValue({ $0 }), timeline["\(name) called"] != Int.max, result == nil,
                 let syscall = try? String(contentsOfFile: task + "/syscall", encoding: .utf8),
                 syscall.split(separator: " ").first == Self.futexSyscall
