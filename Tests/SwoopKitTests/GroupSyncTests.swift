@@ -192,9 +192,9 @@ final class SyncCaller: Sendable {
     }
 
     /// Waits (up to 20 s: a loaded machine may keep a thread from running that long) until the
-    /// thread, having called `sync()`, sleeps in a futex: the
-    /// condition variable, as the flush runs without the lock held. Seen several times in a row,
-    /// so a moment of lock contention on the way in does not count.
+    /// thread, having called `sync()`, sleeps in a futex: the condition variable, as the flush runs
+    /// without the lock held. Seen several times in a row, so a moment of lock contention on the
+    /// way in does not count.
     func isWaitingInsideSync() async -> Bool {
         var seen = 0
         return await eventually(timeout: .seconds(20)) {
