@@ -165,4 +165,35 @@ struct SegmentedDownloadTests {
             #expect(resumedRanges.contains { $0.hasPrefix("bytes=\(segment.next)-") }, "\(segment) not resumed at its next byte: \(resumedRanges)")
         }
     }
+
+    /// A download begun on one connection and resumed with more allowed: the rest is split. Its
+    /// first resumed answer (from where it stopped) serves the first new segment, the others get
+    /// ranges of their own, and the file is byte-exact.
+    @Test func aSingleConnectionDownloadResumedWithMoreConnectionsSplitsTheRest() async throws {
+        let f = try await Self.fixture(connections: 1, minSplit: 256 << 10)
+        defer { f.stop() }
+        let size = 4 << 20
+        let body = f.serve("/one.bin", size: size)
+        f.server.enqueue("/one.bin", .stallAfter(bytes: 1 << 20))
+        let store = InMemoryDownloadStore()
+        let manager = try DownloadManager(configuration: f.configuration, store: store)
+        let task = Task { try await manager.download(try f.request("/one.bin")) }
+        #expect(await eventually { fileSize(f.path("one.bin.swoop")) == 1 << 20 })
+        task.cancel()
+        _ = await task.result
+        try await manager.shutdown()
+        #expect(try store.all().first?.segments == nil)
+        let before = f.server.requests(to: "/one.bin").count
+
+        var request = try f.request("/one.bin")
+        request.settings.maxConnections = 4
+        let (result, _) = await f.download(request, store: store)
+        _ = try result.get()
+        #expect(sha256(file: f.path("one.bin")) == sha256(body))
+        let resumed = Self.ranges(Array(f.server.requests(to: "/one.bin").dropFirst(before)))
+        #expect(resumed.first == "bytes=1048576-")
+        #expect(Set(resumed).isSuperset(of: ["bytes=1835008-2621439", "bytes=2621440-3407871", "bytes=3407872-4194303"]), "\(resumed)")
+        // The first MiB, written by the single connection, is not asked for again.
+        #expect(!resumed.contains { $0.hasPrefix("bytes=0-") })
+    }
 }

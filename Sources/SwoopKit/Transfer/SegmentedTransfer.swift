@@ -71,18 +71,21 @@ final class SegmentedTransfer: Sendable {
 
     /// Runs `connections` connections until every segment is written.
     ///
-    /// - Parameter first: An open response body for the segment starting at 0 (the probe request's).
+    /// - Parameters:
+    ///   - first: An open response body for the segment starting at `firstAt` (the probe request's,
+    ///     at 0, or a resumed single connection's, where it had got to).
+    ///   - firstAt: Where `first` starts.
     /// - Throws: ``SegmentRestart`` when a response shows another representation; a non-retryable
     ///   ``SwoopError`` when a connection exhausted its retries; `CancellationError`.
-    func run(connections: Int, first: HTTPClientResponse.Body?) async throws {
-        // The probe's body belongs to the segment at 0: claim it for the first connection before any
-        // other connection can.
-        let preclaimed = first == nil ? nil : claim(preferring: 0)
+    func run(connections: Int, first: HTTPClientResponse.Body?, firstAt: Int = 0) async throws {
+        // The first body belongs to the segment at its start: claim it for the first connection
+        // before any other connection can.
+        let preclaimed = first == nil ? nil : claim(preferring: firstAt)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<max(1, connections) {
                 let body = index == 0 ? first : nil
                 let segment = index == 0 ? preclaimed : nil
-                group.addTask { try await self.connection(first: body, preclaimed: segment) }
+                group.addTask { try await self.connection(first: body, at: firstAt, preclaimed: segment) }
             }
             do {
                 try await group.waitForAll()
@@ -96,7 +99,7 @@ final class SegmentedTransfer: Sendable {
 
     // MARK: - One connection
 
-    private func connection(first: HTTPClientResponse.Body?, preclaimed: Segment?) async throws {
+    private func connection(first: HTTPClientResponse.Body?, at firstAt: Int, preclaimed: Segment?) async throws {
         var pending = first
         var claimed = preclaimed
         var retries = Retries(policy: context.configuration.retry)
@@ -108,13 +111,14 @@ final class SegmentedTransfer: Sendable {
             do {
                 try Task.checkCancellation()
                 let body: HTTPClientResponse.Body
-                if let open = pending, segment.start == 0, segment.next == 0 {
+                let isFirst = pending != nil && segment.start == firstAt && segment.next == firstAt
+                if let open = pending, isFirst {
                     body = open
                 } else {
                     if let open = pending { await open.drain() }
                     body = try await request(segment)
                 }
-                let wasProbe = pending != nil && segment.start == 0 && segment.next == 0
+                let wasProbe = isFirst && firstAt == 0
                 pending = nil
                 let finished = try await stream(body, segmentAt: segment.start)
                 release(segment.start)

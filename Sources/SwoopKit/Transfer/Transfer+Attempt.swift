@@ -154,7 +154,7 @@ extension Transfer {
                 record.segments = plan.segments
                 try await onDisk { try $0.saveProgress(error: nil) }
                 emit(.started(snapshot()))
-                return try await runSegments(plan, first: response.body)
+                return try await runSegments(plan, first: response.body, at: start)
             }
             if blank {
                 try saveProgress(error: nil, durable: false)

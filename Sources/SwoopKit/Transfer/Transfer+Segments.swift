@@ -2,25 +2,32 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 
-// A fresh download split over several connections (``SegmentedTransfer``).
+// A download split over several connections (``SegmentedTransfer``): a fresh one after its probe,
+// or one that a single connection had begun, when more connections are allowed now.
 
 extension Transfer {
-    /// The split of a fresh download over several connections, when it applies: more than one
-    /// connection allowed, a `206` to the probe (ranges work), a known length of at least two
-    /// minimum segments, and a validator that every segment's answer can be checked against.
-    /// Otherwise `nil`: one connection, silently.
+    /// The split over several connections of what is left from `start`, when it applies: more than
+    /// one connection allowed, a `206` (ranges work: the probe's, or a resumed single connection's
+    /// answer), a known length leaving at least two minimum segments, and a validator that every
+    /// segment's answer can be checked against. The bytes before `start` (a single connection's, in
+    /// front) are one finished segment. Otherwise `nil`: one connection, silently.
     func splitPlan(start: Int, total: Int?, status: Int) -> SegmentPlan? {
         let settings = configuration.segments
-        guard settings.maxConnections > 1, start == 0, status == 206, let total, total >= 2 * settings.minSplitSize,
+        guard settings.maxConnections > 1, status == 206, let total, total - start >= 2 * settings.minSplitSize,
             record.etag.map({ !$0.hasPrefix("W/") }) == true || record.lastModified != nil
         else { return nil }
-        let plan = SegmentPlan.initial(total: total, connections: settings.maxConnections, minSplitSize: settings.minSplitSize)
-        return plan.segments.count > 1 ? plan : nil
+        let rest = SegmentPlan.initial(total: total - start, connections: settings.maxConnections, minSplitSize: settings.minSplitSize)
+        guard rest.segments.count > 1 else { return nil }
+        let done = start > 0 ? [Segment(start: 0, end: start, written: start, synced: min(record.syncedBytes, start))] : []
+        return SegmentPlan(total: total, segments: done + rest.segments.map { Segment(start: $0.start + start, end: $0.end + start) })
     }
 
     /// Runs the segments to the end. A representation change restarts the download from zero (and
     /// returns `false` to go again); anything else ends as the connections' error.
-    func runSegments(_ plan: SegmentPlan, first: HTTPClientResponse.Body?) async throws -> Bool {
+    ///
+    /// - Parameters:
+    ///   - first: An open body for the segment at `firstAt`.
+    func runSegments(_ plan: SegmentPlan, first: HTTPClientResponse.Body?, at firstAt: Int = 0) async throws -> Bool {
         guard let part else { throw SwoopError(.fileSystem, "no part file open for \(record.url)") }
         let emit = self.emit
         let base = snapshot()
@@ -43,7 +50,7 @@ extension Transfer {
         )
         segmented = engine
         do {
-            try await engine.run(connections: configuration.segments.maxConnections, first: first)
+            try await engine.run(connections: configuration.segments.maxConnections, first: first, firstAt: firstAt)
         } catch let change as SegmentRestart {
             try await onDisk { try $0.restart(because: change.reason) }
             return false
