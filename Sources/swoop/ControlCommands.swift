@@ -138,7 +138,8 @@ struct RemoveCommand: AsyncParsableCommand {
                 return
             }
         }
-        try await forEachDownload(ids, global: global, verb: "removed") { [deleteFile] manager, download in
+        let said = deleteFile ? " (and its file)" : ""
+        try await forEachDownload(ids, global: global, verb: "removed", suffix: said) { [deleteFile] manager, download in
             try await manager.remove(download.id, deletingFile: deleteFile)
             var removed = download
             removed.state = .removed

@@ -48,7 +48,7 @@ struct DownloadSession {
         let events = manager.events()
         let display = BoardPrinter(console: console)
         // With --json, standard output holds only JSON: no board, no progress lines.
-        let (json, jsonProgress) = (global.json, global.progress)
+        let (json, jsonProgress) = (global.json, transfer.progress)
         let progressEvents = json && !jsonProgress ? nil : manager.events()
         let printer = Task {
             guard let progressEvents else { return }
@@ -150,6 +150,8 @@ struct DownloadSession {
         let total = pending.count + skipped.count
         var done = 0
         var failures: [Failure] = []
+        // Paused or removed by another command: not failed, but not there either.
+        var stopped = 0
         // When each download first started in this run, and from how many bytes: its result line
         // gives the time it took and the average speed.
         var starts: [Download.ID: (at: ContinuousClock.Instant, bytes: Int)] = [:]
@@ -173,6 +175,7 @@ struct DownloadSession {
             case .paused, .removed:
                 // Interrupted by Ctrl-C: the closing notice says how to go on; otherwise `swoop pause`
                 // or `swoop rm` did it, here or in another terminal.
+                if !interrupted() { stopped += 1 }
                 if global.json {
                     printJSON(download)
                 } else if !interrupted() {
@@ -199,7 +202,8 @@ struct DownloadSession {
                 }
             }
         }
-        return (skipped.first ?? failures.first?.error).map(ExitStatus.code(for:)) ?? ExitStatus.success
+        if let first = skipped.first ?? failures.first?.error { return ExitStatus.code(for: first) }
+        return stopped > 0 ? ExitStatus.stopped : ExitStatus.success
     }
 
     private func report(_ download: Download, _ suffix: String, timing: String = "") {

@@ -122,9 +122,12 @@ struct GetCommand: AsyncParsableCommand {
     /// aria2 take it, with a notice.
     static func withScheme(_ text: String, console: Console) -> String {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        // Only what starts like a host name or address ("example.com/a", "127.0.0.1:8080/x", "[::1]/x").
+        // Only what starts like a host name or address ("example.com/a", "127.0.0.1:8080/x",
+        // "[::1]/x", "localhost:8080"): a dotted name, a bracketed address or localhost. A lone word
+        // ("not" of a line `not a url`) is no host: it stays an invalid URL, reported as such.
+        let host = trimmed.prefix { $0 != "/" && $0 != ":" && $0 != "?" && $0 != "#" }
         guard let first = trimmed.unicodeScalars.first, !trimmed.contains("://"),
-            CharacterSet.alphanumerics.contains(first) || first == "["
+            first == "[" || (CharacterSet.alphanumerics.contains(first) && (host.contains(".") || host.lowercased() == "localhost"))
         else { return text }
         let url = "http://" + trimmed
         console.notice("no scheme in \(trimmed): using \(url)")

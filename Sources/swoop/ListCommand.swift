@@ -100,7 +100,7 @@ enum DownloadTable {
             let options = settings(record.settings)
                 + (record.collisionPolicy == .rename ? [] : ["\(record.collisionPolicy == .overwrite ? "overwrite" : "no-clobber")"])
                 + (record.checksum.map { ["checksum \($0)"] } ?? [])
-                + (record.headers.isEmpty ? [] : ["\(record.headers.count) header\(record.headers.count == 1 ? "" : "s")"])
+                + (record.headers.isEmpty ? [] : ["header\(record.headers.count == 1 ? "" : "s") " + record.headers.map(\.name).joined(separator: ", ")])
             if !options.isEmpty { lines.append("options: " + options.joined(separator: ", ")) }
         }
         return lines.joined(separator: "\n")

@@ -15,9 +15,6 @@ struct GlobalOptions: ParsableArguments {
     @Flag(help: "Print results as JSON (one object per line; `ls` prints one array). Standard output then holds only JSON.")
     var json = false
 
-    @Flag(help: "With --json: also print each running download's state (\"state\": \"active\") at most once a second.")
-    var progress = false
-
     var stateDirectory: String {
         stateDir.map { ($0 as NSString).expandingTildeInPath } ?? SQLiteDownloadStore.defaultDirectory()
     }
@@ -37,6 +34,9 @@ struct GlobalOptions: ParsableArguments {
 
 /// How downloads are made: shared by `get` and `resume`.
 struct TransferOptions: ParsableArguments {
+    @Flag(help: "With --json: also print each running download's state (\"state\": \"active\") at most once a second.")
+    var progress = false
+
     @Option(name: [.customShort("j"), .customLong("max-concurrent")], help: "Most downloads at once; the rest wait.")
     var maxConcurrent: Int = 5
 
@@ -55,7 +55,10 @@ struct TransferOptions: ParsableArguments {
     @Flag(help: "Allow HTTP/2 over TLS (off by default: slower for bulk data here; see the README).")
     var http2 = false
 
-    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("Extra request header.", valueName: "name: value"))
+    @Option(
+        name: [.customShort("H"), .customLong("header")],
+        help: ArgumentHelp("Extra request header, stored with the download ('Name:' with no value removes it).", valueName: "name: value")
+    )
     var headers: [String] = []
 
     @Option(help: "The User-Agent header.")

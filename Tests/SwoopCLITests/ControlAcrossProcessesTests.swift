@@ -49,8 +49,9 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(took < .seconds(2), "pause took \(took)")
         #expect(try await list().first?["state"] as? String == "paused")
         let owner = await running.wait()
-        #expect(owner.status == 0, "\(owner.stderr)")
+        #expect(owner.status == 8, "\(owner.stderr)")
         #expect(owner.stderrLines.last == "swoop: \(url) was paused; `swoop resume \(prefix)` continues it")
+        #expect(owner.stderrLines.contains("swoop: rate limit of \(url) now 50.0 MiB/s (changed by another swoop)"))
 
         let nothing = try await swoop("resume", [])
         #expect(nothing.status == 0)
@@ -72,11 +73,11 @@ struct ControlAcrossProcessesTests: CLISuite {
 
         let removed = try await swoop("rm", [prefix, "--delete-file"])
         #expect(removed.status == 0, "\(removed.stderr)")
-        #expect(removed.stdoutLines == ["removed \(prefix) \(url)"])
+        #expect(removed.stdoutLines == ["removed \(prefix) \(url) (and its file)"])
         #expect(try await list().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: out + "/rm.bin.swoop"))
         let owner = await running.wait()
-        #expect(owner.status == 0, "\(owner.stderr)")
+        #expect(owner.status == 8, "\(owner.stderr)")
         #expect(owner.stderrLines.last == "swoop: \(url) was removed")
 
         let unknown = try await swoop("pause", ["ffffffff"])
@@ -104,7 +105,7 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(try await list().first?["state"] as? String == "interrupted")
         let details = try await swoop("ls", [prefix])
         #expect(details.stdoutLines.contains("state:  interrupted"))
-        #expect(details.stdoutLines.contains("options: connections 2, min-split-size 1.00 MiB, retry-wait 0.01s, timeout 33s, 1 header"))
+        #expect(details.stdoutLines.contains("options: connections 2, min-split-size 1.00 MiB, retry-wait 0.01s, timeout 33s, header X-Keep"))
 
         let before = server.requests(to: "/kept.bin").count
         let resumed = try await swoop("resume", ["--timeout", "44", "--limit-rate", "0"])
@@ -115,6 +116,6 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(after.count >= 2)
         #expect(after.allSatisfy { $0.header("X-Keep") == "yes" })
         let stored = try await swoop("ls", [prefix])
-        #expect(stored.stdoutLines.contains("options: connections 2, min-split-size 1.00 MiB, limit-rate none, retry-wait 0.01s, timeout 44s, 1 header"))
+        #expect(stored.stdoutLines.contains("options: connections 2, min-split-size 1.00 MiB, limit-rate none, retry-wait 0.01s, timeout 44s, header X-Keep"))
     }
 }

@@ -41,6 +41,9 @@ struct RemoteControlTests {
         try await other.manager.resume(id)
         #expect(await other.waitForTerminal([id]))
         #expect(try store.record(id: id)?.state == .completed)
+        // A completed download has no rate to limit.
+        let done = await #expect(throws: SwoopError.self) { try await other.manager.setRateLimit(id, bytesPerSecond: 1000) }
+        #expect(done?.message == "the download is completed: there is nothing to limit")
         await owner.stop()
         await other.stop()
     }
@@ -79,6 +82,10 @@ struct RemoteControlTests {
         #expect(error?.message.hasSuffix(", which did not answer within 0.3s") == true)
         #expect(try store.controls().isEmpty)
         #expect(try store.record(id: id)?.state == .active)
+        // A limit nobody answered changes nothing, not even the stored settings.
+        await #expect(throws: SwoopError.self) { try await other.manager.setRateLimit(id, bytesPerSecond: 1000) }
+        #expect(try store.record(id: id)?.settings.bytesPerSecond == nil)
+        #expect(try store.controls().isEmpty)
 
         direct.cancel()
         _ = await direct.result

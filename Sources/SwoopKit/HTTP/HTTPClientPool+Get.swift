@@ -6,7 +6,7 @@ import NIOCore
 extension HTTPClientPool {
     /// Sends a GET the way Swoop sends every request: its own `User-Agent`, `Accept` and
     /// `Accept-Encoding: identity` first, then `headers` in order (a name given later replaces an
-    /// earlier one), following redirects by ``RedirectTracker``'s rules (credentials stay with their
+    /// earlier one; an empty value removes it), following redirects by ``RedirectTracker``'s rules (credentials stay with their
     /// origin, no https → http unless allowed, loops and limits). Each hop goes through the proxy
     /// ``ProxySelector`` picks for its URL.
     ///
@@ -28,7 +28,8 @@ extension HTTPClientPool {
         ]
         for header in headers {
             merged.removeAll { $0.name.lowercased() == header.name.lowercased() }
-            merged.append(header)
+            // An empty value removes the header, Swoop's own included (curl's `-H 'Name:'`).
+            if !header.value.isEmpty { merged.append(header) }
         }
         if merged.contains(where: { $0.name.lowercased() == "proxy-authorization" }) {
             logger.debug("dropping Proxy-Authorization: it would reach the origin", metadata: ["request.url": "\(url.absoluteString)"])

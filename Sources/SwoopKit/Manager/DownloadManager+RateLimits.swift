@@ -26,21 +26,32 @@ extension DownloadManager {
     ///   - bytesPerSecond: The limit in bytes per second, or `nil` for no limit of its own (not
     ///     even the default).
     /// - Throws: ``SwoopError/Code/notFound`` for an unknown id; ``SwoopError/Code/invalidArgument``
-    ///   for a limit below 1; ``SwoopError/Code/inUse`` when another process runs it and does not answer.
+    ///   for a limit below 1 or a download that is completed or removed; ``SwoopError/Code/inUse``
+    ///   when another process runs it and does not answer (then nothing changed).
     public func setRateLimit(_ id: Download.ID, bytesPerSecond: Int?) async throws {
         try RateLimits.validate(bytesPerSecond, "the rate limit of download \(id)")
         var record = try existingRecord(id)
+        guard record.state != .completed, record.state != .removed else {
+            throw SwoopError(.invalidArgument, "the download is \(record.state.rawValue): there is nothing to limit")
+        }
+        let before = record.settings
         record.settings.bytesPerSecond = bytesPerSecond ?? 0
         try store.update(settings: record.settings, id: id)
         // Running here: at once (a transfer whose limiter is not made yet starts with the stored
         // rate, or takes it a moment later).
-        for _ in 0..<100 where runs.isTransferring(id) {
+        for _ in 0..<100 where runs.isRunning(id) {
             if try rateLimits.set(id, own: record.settings.ownRate) { return }
             try await Task.sleep(for: .milliseconds(10))
         }
         if runs.contains(id) { return }
         // Not running here: another process may be transferring it. It takes the new settings on
-        // when asked; a download that runs nowhere starts with them.
-        _ = try await withLockOrOwner(id, asking: .applySettings) { _ in }
+        // when asked; a download that runs nowhere starts with them. A request that is not
+        // answered, or withdrawn, changes nothing.
+        do {
+            _ = try await withLockOrOwner(id, asking: .applySettings) { _ in }
+        } catch {
+            try? store.update(settings: before, id: id)
+            throw error
+        }
     }
 }

@@ -47,7 +47,7 @@ extension DownloadManager {
             do {
                 try await Task.sleep(for: Self.controlPollInterval / 4)
             } catch {
-                throw SwoopError(.cancelled, "stopped waiting for an answer about \(id); the request was withdrawn")
+                throw SwoopError(.cancelled, "stopped waiting for an answer about download \(id.rawValue.prefix(8)); the request was withdrawn")
             }
             if let done = try answered(posted.token) { return done }
             guard let record = try store.record(id: id) else { return true }
@@ -119,7 +119,14 @@ extension DownloadManager {
                 try await remove(id, deletingFile: deletingFile)
             case .applySettings:
                 let record = try existingRecord(id)
-                if try !rateLimits.set(id, own: record.settings.ownRate), runs.isTransferring(id) { return nil }
+                if try !rateLimits.set(id, own: record.settings.ownRate) {
+                    return runs.isRunning(id) ? nil : .done
+                }
+                // Said where the download runs: its rate changed from elsewhere.
+                let rate = rateLimits.runningRate(id).map { ByteFormatting.rate(Double($0)) } ?? "no limit"
+                if let snapshot = runs.snapshot(id) {
+                    hub.publish(.notice(snapshot, "rate limit of \(record.url) now \(rate) (changed by another swoop)"))
+                }
             }
             return .done
         } catch {

@@ -44,11 +44,6 @@ final class DownloadRuns: Sendable {
         entries.withLockedValue { $0.values.contains { $0.run.isTransferring } }
     }
 
-    /// Whether `id`'s transfer runs (or was told to stop and has not ended).
-    func isTransferring(_ id: Download.ID) -> Bool {
-        entries.withLockedValue { $0[id]?.run.isTransferring ?? false }
-    }
-
     /// When the run of `id` whose transfer runs went for the lock, or `nil` when none runs.
     func transferringSince(_ id: Download.ID) -> Date? {
         entries.withLockedValue { entries in
@@ -141,6 +136,11 @@ final class DownloadRuns: Sendable {
     /// Whether a transfer of `id` runs (or was told to stop and has not ended).
     func isRunning(_ id: Download.ID) -> Bool {
         entries.withLockedValue { $0[id]?.run.isTransferring ?? false }
+    }
+
+    /// The latest snapshot `id`'s transfer published, if it runs.
+    func snapshot(_ id: Download.ID) -> Download? {
+        entries.withLockedValue { $0[id]?.snapshot }
     }
 
     func snapshots() -> [Download.ID: Download] {

@@ -40,12 +40,13 @@ extension DownloadRecord {
         return fresh
     }
 
-    /// `stored` with each of `new` replacing the headers of the same name (case-insensitively).
+    /// `stored` with each of `new` replacing the headers of the same name (case-insensitively); one
+    /// with an empty value removes them (as curl's `-H 'Name:'` does).
     public static func merged(_ stored: [HTTPHeaderField], _ new: [(name: String, value: String)]) -> [HTTPHeaderField] {
         var result = stored
         for header in new {
             result.removeAll { $0.name.lowercased() == header.name.lowercased() }
-            result.append(HTTPHeaderField(name: header.name, value: header.value))
+            if !header.value.isEmpty { result.append(HTTPHeaderField(name: header.name, value: header.value)) }
         }
         return result
     }
