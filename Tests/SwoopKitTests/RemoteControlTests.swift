@@ -20,6 +20,20 @@ struct RemoteControlTests {
         return (store, owner, other, id)
     }
 
+    /// A download held by a manager that does not watch for controls (a direct download with no
+    /// `run()`, as an older swoop would be), stalled after 100,000 bytes.
+    static func unwatchedHolder(
+        _ f: ManagerFixture
+    ) async throws -> (store: InMemoryDownloadStore, holder: DownloadManager, direct: Task<DownloadOutcome, any Error>, id: Download.ID) {
+        let store = InMemoryDownloadStore()
+        f.serveStalling("/s.bin", size: 1_000_000, after: 100_000)
+        let holder = try DownloadManager(configuration: f.configuration, store: store)
+        let request = try f.request("/s.bin")
+        let direct = Task { try await holder.download(request) }
+        #expect(await f.partFileReaches("s.bin", size: 100_000))
+        return (store, holder, direct, try #require(try store.all().first?.id))
+    }
+
     @Test func pauseAndLimitAreCarriedOutByTheManagerThatRunsIt() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
@@ -66,13 +80,7 @@ struct RemoteControlTests {
     @Test func aHolderThatDoesNotAnswerIsInUseAfterTheTimeoutAndLeavesNoControl() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let store = InMemoryDownloadStore()
-        f.serveStalling("/s.bin", size: 1_000_000, after: 100_000)
-        let holder = try DownloadManager(configuration: f.configuration, store: store)
-        let request = try f.request("/s.bin")
-        let direct = Task { try await holder.download(request) }
-        #expect(await f.partFileReaches("s.bin", size: 100_000))
-        let id = try #require(try store.all().first?.id)
+        let (store, holder, direct, id) = try await Self.unwatchedHolder(f)
 
         var impatient = f.configuration
         impatient.durability.controlTimeout = .milliseconds(300)
@@ -134,14 +142,8 @@ struct RemoteControlTests {
     @Test func aFailedAnswerIsTheCallersError() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let store = InMemoryDownloadStore()
-        f.serveStalling("/s.bin", size: 1_000_000, after: 100_000)
         // A holder that does not watch; the test answers in its place.
-        let holder = try DownloadManager(configuration: f.configuration, store: store)
-        let request = try f.request("/s.bin")
-        let direct = Task { try await holder.download(request) }
-        #expect(await f.partFileReaches("s.bin", size: 100_000))
-        let id = try #require(try store.all().first?.id)
+        let (store, holder, direct, id) = try await Self.unwatchedHolder(f)
         let other = try f.start(store: store)
         let answering = Task {
             while true {
