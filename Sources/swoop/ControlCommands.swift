@@ -164,11 +164,15 @@ struct ResumeCommand: AsyncParsableCommand {
     @Flag(help: "Without ids: every unfinished download, paused and failed ones included.")
     var all = false
 
+    @Option(help: ArgumentHelp("With one id: continue it from this URL (a re-signed link, a mirror of the same file).", valueName: "url"))
+    var url: String?
+
     @OptionGroup var transfer: TransferOptions
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if !ids.isEmpty && (failed || all) { throw ValidationError("--failed and --all are for a resume without ids") }
+        if url != nil && ids.count != 1 { throw ValidationError("--url takes exactly one download id") }
     }
 
     func run() async throws {
@@ -180,7 +184,8 @@ struct ResumeCommand: AsyncParsableCommand {
         var states: Set<Download.State> = [.waiting, .interrupted, .active]
         if failed || all { states.insert(.failed) }
         if all { states.insert(.paused) }
-        try await DownloadSession(global: global, transfer: transfer, console: console).run(.resume(ids.isEmpty ? nil : ids, states: states))
+        try await DownloadSession(global: global, transfer: transfer, console: console)
+            .run(.resume(ids.isEmpty ? nil : ids, states: states, url: url))
     }
 }
 

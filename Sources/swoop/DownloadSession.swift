@@ -24,8 +24,9 @@ struct DownloadSession {
     enum Work {
         /// Queue these requests (re-adding known ones continues them).
         case add([DownloadRequest])
-        /// Resume these ids, or every unfinished download in `states` when `nil`.
-        case resume([String]?, states: Set<Download.State>)
+        /// Resume these ids, or every unfinished download in `states` when `nil`; the one id from
+        /// `url` when given.
+        case resume([String]?, states: Set<Download.State>, url: String? = nil)
     }
 
     private struct Failure {
@@ -110,17 +111,20 @@ struct DownloadSession {
         case .add(let requests):
             var seen = Set<Download.ID>()
             return try await manager.add(contentsOf: requests).filter { seen.insert($0).inserted }
-        case .resume(nil, let states):
+        case .resume(nil, let states, _):
             // -H given to resume replaces the stored headers of the same name (a fresh token); the
             // settings given replace the stored ones, and are stored.
             return try await manager.resumeAll(replacingHeaders: try transfer.parsedHeaders(), settings: try transfer.settings(), states: states)
-        case .resume(let prefixes?, _):
+        case .resume(let prefixes?, _, let url):
             let headers = try transfer.parsedHeaders()
             let settings = try transfer.settings()
             let records = try await manager.downloads()
             var ids: [Download.ID] = []
             for prefix in prefixes {
                 let id = try DownloadLookup.resolve(prefix, in: records)
+                if let url {
+                    try await manager.changeURL(id, to: GetCommand.withScheme(url, console: console), trustMirrorLength: transfer.trustMirrorLength)
+                }
                 try await manager.resume(id, replacingHeaders: headers, settings: settings)
                 ids.append(id)
             }
@@ -130,7 +134,7 @@ struct DownloadSession {
 
     /// For a bare resume that left paused or failed downloads out: how many, and how to go on.
     private func leftOut(_ work: Work, manager: DownloadManager) async throws -> String {
-        guard case .resume(nil, let states) = work else { return "" }
+        guard case .resume(nil, let states, _) = work else { return "" }
         var parts: [String] = []
         if !states.contains(.paused) {
             let count = try await manager.downloads(matching: [.paused]).count

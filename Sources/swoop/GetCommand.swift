@@ -34,6 +34,12 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("L"), .customLong("location")], help: "Accepted as curl takes it: redirects are always followed.")
     var followRedirects = false
 
+    @Flag(
+        name: [.customShort("N"), .customLong("refresh")],
+        help: "Ask the server whether a file downloaded before changed (as wget -N, curl -z); download it again if it did."
+    )
+    var refresh = false
+
     @Flag(help: "Replace an existing file of the same name.")
     var overwrite = false
 
@@ -113,6 +119,8 @@ struct GetCommand: AsyncParsableCommand {
             request.priority = priority
             request.collisionPolicy = collisionPolicy
             request.settings = settings
+            request.trustMirrorLength = transfer.trustMirrorLength
+            request.refresh = refresh
             return request
         }
         return (requests, badLines)

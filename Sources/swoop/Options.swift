@@ -52,6 +52,11 @@ struct TransferOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Smallest segment when a file is split (default 8M; K, M, G suffixes).", valueName: "size"))
     var minSplitSize: String?
 
+    @Flag(
+        help: "When a new URL takes over a download of the same file: keep its bytes on a matching length and Last-Modified if the server gives no strong ETag (risky: two files can share both)."
+    )
+    var trustMirrorLength = false
+
     @Flag(help: "Allow HTTP/2 over TLS (off by default: slower for bulk data here; see the README).")
     var http2 = false
 

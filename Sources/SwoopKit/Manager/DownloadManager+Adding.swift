@@ -38,6 +38,7 @@ extension DownloadManager {
                 continue
             }
             var record: DownloadRecord
+            var isNew = false
             if let existing = stored[key] {
                 if queue.contains(existing.id) || runs.contains(existing.id) {
                     // Already queued or running here (a direct download too): its live record must
@@ -56,13 +57,19 @@ extension DownloadManager {
                 }
                 record = existing
                 try Self.requeue(&record)
+            } else if let adopted = try adopt(for: request, excluding: Set(ids)) {
+                // The unfinished download of another URL to the same file: this URL takes it over.
+                record = adopted
+                try Self.requeue(&record)
             } else {
                 record = DownloadRecord(request, bootID: FileSystem.bootID, position: position)
                 position += 1
+                isNew = true
             }
             record.apply(request)
+            if request.refresh, record.state == .completed { refreshes.insert(record.id) }
             // A re-added download keeps the priority it was given unless this request names one.
-            if stored[key] == nil || request.priority != 0 { record.priority = request.priority }
+            if isNew || request.priority != 0 { record.priority = request.priority }
             record.updatedAt = Date()
             byKey[key] = record
             ids.append(record.id)

@@ -23,12 +23,18 @@ extension DownloadManager {
         }
         let since = Date()
         let lock = try DownloadLock.acquire(request.key, in: configuration.lockDirectory)
-        let found = try withStoreErrors { try store.find(url: request.key.url, directory: request.directory, requestedName: request.key.requestedName) }
+        let found = try withStoreErrors {
+            // Known by its key, else the unfinished download of another URL to the same file, taken over.
+            try store.find(url: request.key.url, directory: request.directory, requestedName: request.key.requestedName)
+                ?? adopt(for: request, excluding: [])
+        }
         let record = found ?? DownloadRecord(request, bootID: FileSystem.bootID)
         // What is asked now, laid over what is stored; the transfer takes it on.
         var asked = record
         if found != nil { asked.apply(request) }
-        let options = try Transfer.Options(asked)
+        var options = try Transfer.Options(asked)
+        options.movedFrom = sourceChanges.removeValue(forKey: record.id)
+        options.refresh = request.refresh
         if let found, queue.contains(found.id) {
             throw SwoopError(.inUse, "\(request.url.absoluteString) is already in this manager's queue (download \(found.id))")
         }

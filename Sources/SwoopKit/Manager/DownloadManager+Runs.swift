@@ -70,12 +70,21 @@ extension DownloadManager {
             break
         }
         guard let record else { return }
-        let prepared: (url: URL, options: Transfer.Options)
+        guard record.key == key else {
+            // Another process moved it to another URL (a re-signed link) while it waited here: it
+            // runs there, under the new URL's lock.
+            runs.stoppedByCaller(id)
+            _ = runs.begin(id, found: nil, since: since)
+            return publishFailure(id: id, record: record, error: SwoopError(.inUse, "\(key.url) was moved to \(record.url) by another swoop, which downloads it"))
+        }
+        var prepared: (url: URL, options: Transfer.Options)
         do {
             prepared = (try DownloadRequest.validate(record.url), try Transfer.Options(record))
         } catch {
             return settle(id, record: record, runs.ended(id, .failure(SwoopError.wrapping(error))))
         }
+        prepared.options.movedFrom = sourceChanges.removeValue(forKey: id)
+        prepared.options.refresh = refreshes.remove(id) != nil
         _ = await runTransfer(record: record, url: prepared.url, options: prepared.options, isNew: false, announcesAdded: false, lock: lock)
     }
 

@@ -32,6 +32,15 @@ public struct DownloadRequest: Sendable {
     /// This download's own settings (connections, rate limit, retries, timeouts, proxy), stored with
     /// it and laid over the ones stored before (see ``DownloadSettings/overriding(with:)``).
     public var settings = DownloadSettings()
+    /// When this URL takes over the unfinished download of another URL to the same file (see
+    /// ``SourceChange``): keep its bytes on a matching length and Last-Modified when there is no
+    /// strong ETag to prove the file the same. Risky: two different files can share both. Not stored.
+    public var trustMirrorLength = false
+    /// For a completed download: ask the server whether the file changed since (`If-None-Match`,
+    /// `If-Modified-Since`, as wget `-N` and curl `-z`), and download it again when it did, beside
+    /// the old file, which is replaced only once the new one is complete. Without it a completed
+    /// download is "already complete" with no request. Not stored.
+    public var refresh = false
 
     /// This download's own rate limit in bytes per second, instead of
     /// ``Configuration/Limits/perDownloadBytesPerSecond``: ``DownloadSettings/bytesPerSecond``, with

@@ -82,6 +82,14 @@ extension Transfer {
         return error
     }
 
+    /// A restart's reason, naming the URL the download moved from when its first answer shows
+    /// another file (once).
+    func movedReason(_ reason: String) -> String {
+        guard let from = movedFrom else { return reason }
+        movedFrom = nil
+        return "\(record.url) is not the file \(from) was (\(reason))"
+    }
+
     /// One request. Returns `true` when the part file holds the whole file, `false` to go again at
     /// once (after a restart from zero).
     func attempt() async throws -> Bool {
@@ -123,14 +131,18 @@ extension Transfer {
             return true
         case .restart(let reason):
             await response.body.drain()
-            try await onDisk { try $0.restart(because: reason) }
+            let why = movedReason(reason)
+            try await onDisk { try $0.restart(because: why) }
             return false
         case .write(let start, let total, let restartReason):
             if let restartReason {
                 // The body that follows is the whole file: no extra request, so no restart budget spent.
-                emit(.notice(snapshot(), "\(restartReason); starting over from 0"))
+                emit(.notice(snapshot(), "\(movedReason(restartReason)); starting over from 0"))
                 try await onDisk { try $0.resetToZero() }
+            } else if let from = movedFrom, start > 0 {
+                emit(.notice(snapshot(), "\(record.url) serves the same file as \(from) (ETag \(record.etag ?? "none")): continuing from \(ByteFormatting.format(start))"))
             }
+            movedFrom = nil
             // A record that names no representation and no progress (a fresh download, or one
             // durably reset to zero) can be rolled back by a power loss without harm: the bytes that
             // follow are then attributed to nothing. Only then may the save below skip the flush.

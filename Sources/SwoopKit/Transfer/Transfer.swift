@@ -40,6 +40,12 @@ final class Transfer {
         var headers: [(name: String, value: String)]
         var collisionPolicy: CollisionPolicy
         var settings: DownloadSettings
+        /// The URL the download moved from, when its saved bytes are offered to the new one: the
+        /// first answer says whether it serves the same file (see ``SourceChange``).
+        var movedFrom: String?
+        /// A completed download is checked with the server, and downloaded again when it changed
+        /// (``DownloadRequest/refresh``).
+        var refresh = false
 
         /// The options a record holds.
         ///
@@ -55,7 +61,7 @@ final class Transfer {
     let context: Context
     /// The URL, parsed once.
     let url: URL
-    let options: Options
+    var options: Options
     /// Whether the record was made for this run and is not in the store yet.
     let isNew: Bool
     /// Whether this transfer announces the download (``DownloadEvent/added(_:)``): a direct
@@ -89,6 +95,8 @@ final class Transfer {
     var writebackFrom = 0
     /// The retry this transfer waits for, shown in its snapshots until the next attempt starts.
     var retrying: Download.Retry?
+    /// The URL the download moved from, until the new URL's first answer proves or disproves it.
+    var movedFrom: String?
 
     static let maxRestarts = 3
 
@@ -110,6 +118,7 @@ final class Transfer {
         self.isNew = isNew
         self.announcesAdded = announcesAdded
         self.context = context
+        self.movedFrom = options.movedFrom
     }
 
     /// Runs the download to its end.
@@ -118,7 +127,10 @@ final class Transfer {
     /// - Throws: ``SwoopError``; ``SwoopError/Code/cancelled`` when the task was cancelled (progress saved).
     func run() async throws -> DownloadOutcome {
         // Opening saves durably (a new record, a reset, a recovered one): on a disk thread.
-        if let done = try await onDisk({ try $0.open() }) { return .alreadyComplete(done) }
+        if let done = try await onDisk({ try $0.open() }) {
+            guard options.refresh, done.state == .completed, try await changedOnServer(done) else { return .alreadyComplete(done) }
+            try await onDisk { try $0.beginRefresh() }
+        }
         if announcesAdded { emit(.added(snapshot())) }
         return .downloaded(try await transferWithRetries())
     }

@@ -1,0 +1,78 @@
+import Foundation
+
+// A download moving to another URL for the same file (``SourceChange``): a `get` of a re-signed
+// link to the file an unfinished download writes, or `changeURL` (`swoop resume ID --url`).
+
+extension DownloadManager {
+    /// Moves an unfinished download to another URL for the same file. Its saved bytes are offered
+    /// to the new URL under `If-Range` with the stored strong ETag; a `206` of the same length
+    /// continues them, anything else starts over in the same part file (see ``SourceChange``). A
+    /// download running here is paused for the move and resumed after it.
+    ///
+    /// - Parameters:
+    ///   - url: The new http(s) URL.
+    ///   - trustMirrorLength: Keep the bytes on a matching length and Last-Modified when there is
+    ///     no strong ETag (risky: two files can share both).
+    /// - Throws: ``SwoopError/Code/invalidArgument`` for a bad URL, a completed or removed download,
+    ///   or a URL another download of the same file name already has; ``SwoopError/Code/inUse`` when
+    ///   another process is transferring it; ``SwoopError/Code/notFound`` for an unknown id.
+    public func changeURL(_ id: Download.ID, to url: String, trustMirrorLength: Bool = false) async throws {
+        let newURL = try DownloadRequest.validate(url).absoluteString
+        let wasRunning = runs.isRunning(id)
+        if wasRunning { try await pause(id) }
+        var reason: String?
+        var from = ""
+        let record = try withDownloadLock(id) { record in
+            guard record.state != .completed, record.state != .removed else {
+                throw SwoopError(.invalidArgument, "the download is \(record.state.rawValue): there is nothing to move to \(newURL)")
+            }
+            if let other = try store.find(url: newURL, directory: record.directory, requestedName: record.requestedName), other.id != id {
+                throw SwoopError(.invalidArgument, "\(newURL) is already download \(other.id.rawValue.prefix(8)) for that file")
+            }
+            if record.state == .active { record.state = try DownloadStateMachine.next(after: .active, on: .recover).get() }
+            from = record.url
+            reason = SourceChange.move(&record, to: newURL, requestedName: record.requestedName, trustLength: trustMirrorLength)
+            record.updatedAt = Date()
+            try store.save(record)
+        }
+        // A queued run takes the lock by the new key.
+        if queuedKeys[id] != nil { queuedKeys[id] = record.key }
+        announceMove(record, from: from, startOver: reason)
+        if wasRunning { try resume(id) }
+    }
+
+    /// The unfinished download of another URL that `request` would write to the same file, moved
+    /// to the request's URL (under that download's lock, so no process starts it meanwhile), or
+    /// `nil` when there is none free to take: one this manager queues or runs, one of this batch
+    /// (`excluding`), or one another process transfers keeps its URL.
+    func adopt(for request: DownloadRequest, excluding: Set<Download.ID>) throws -> DownloadRecord? {
+        let name = request.fileName ?? FileNaming.suggestedName(contentDisposition: nil, url: request.url)
+        guard let candidate = try store.unfinished(directory: request.directory, fileName: name),
+            candidate.key != request.key, !excluding.contains(candidate.id), !queue.contains(candidate.id),
+            !runs.contains(candidate.id), let lock = try DownloadLock.acquireIfFree(candidate.key, in: configuration.lockDirectory)
+        else { return nil }
+        defer { lock.release() }
+        // Read again under the lock: another process may have finished or moved it meanwhile.
+        guard var record = try store.record(id: candidate.id), record.key == candidate.key,
+            record.state != .completed, record.state != .removed
+        else { return nil }
+        if record.state == .active { record.state = try DownloadStateMachine.next(after: .active, on: .recover).get() }
+        let reason = SourceChange.move(&record, to: request.key.url, requestedName: request.key.requestedName, trustLength: request.trustMirrorLength)
+        record.updatedAt = Date()
+        try store.save(record)
+        announceMove(record, from: candidate.url, startOver: reason)
+        return record
+    }
+
+    /// Says that a download moved: at once when it starts over; when its bytes are offered to the
+    /// new URL, its next run says whether the URL proved them (`sourceChanges`).
+    func announceMove(_ record: DownloadRecord, from: String, startOver reason: String?) {
+        let part = record.partPath.map { ($0 as NSString).lastPathComponent } ?? "its part file"
+        if let reason {
+            sourceChanges[record.id] = nil
+            hub.publish(.notice(record.snapshot(), "\(record.url) takes over the download of \(from); starting over in \(part): \(reason)"))
+        } else if record.committedBytes > 0 || record.segments != nil {
+            sourceChanges[record.id] = from
+        }
+    }
+}

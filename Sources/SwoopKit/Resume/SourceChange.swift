@@ -1,0 +1,40 @@
+/// A download moving to another URL for the same file: a re-signed link, another mirror, `swoop
+/// resume --url`. Pure.
+///
+/// The saved bytes are offered to the new URL only when its answer can prove that it serves the
+/// same file: a `206` under `If-Range` with the stored strong ETag, of the same length (checked by
+/// ``ResumeDecision`` like any resume). Anything else is a start over in the same part file. A
+/// Last-Modified date and a length can coincide between different files on different servers, so
+/// without a strong ETag the bytes are kept only when the caller says to trust them.
+public enum SourceChange {
+    /// The record moved to `url` (and `requestedName`), with its progress kept when the new URL can
+    /// prove it (or `trustLength`), else cleared (its file name kept, so the same part file is
+    /// reused). Returns the reason it starts over, if it does.
+    public static func move(
+        _ record: inout DownloadRecord, to url: String, requestedName: String, trustLength: Bool
+    ) -> String? {
+        let from = record.url
+        record.url = url
+        record.requestedName = requestedName
+        record.lastError = nil
+        guard let reason = startOverReason(record, from: from, trustLength: trustLength) else { return nil }
+        record.committedBytes = 0
+        record.syncedBytes = 0
+        record.segments = nil
+        record.totalBytes = nil
+        record.etag = nil
+        record.lastModified = nil
+        return reason
+    }
+
+    /// Why the saved bytes of `record` cannot be offered to a new URL, or `nil` when they can.
+    static func startOverReason(_ record: DownloadRecord, from: String, trustLength: Bool) -> String? {
+        guard record.committedBytes > 0 || record.segments != nil else { return nil }
+        if let etag = record.etag, !etag.hasPrefix("W/") { return nil }
+        if trustLength, record.lastModified != nil, record.totalBytes != nil { return nil }
+        let what = record.lastModified != nil && record.totalBytes != nil
+            ? "only a Last-Modified date and a length, which another file can share (--trust-mirror-length keeps the bytes on them)"
+            : "no ETag or Last-Modified to compare"
+        return "\(from) gave \(what)"
+    }
+}

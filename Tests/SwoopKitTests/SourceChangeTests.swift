@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+
+@testable import SwoopKit
+
+/// Moving a download to another URL: which saved bytes may be offered to it.
+@Suite("SourceChange")
+struct SourceChangeTests {
+    static func record(etag: String? = nil, lastModified: String? = nil, total: Int? = 1000, committed: Int = 400) -> DownloadRecord {
+        var record = DownloadRecord(url: "http://a/f.bin?sig=1", directory: "/tmp", requestedName: "", bootID: "b")
+        (record.etag, record.lastModified, record.totalBytes, record.committedBytes, record.syncedBytes) = (etag, lastModified, total, committed, committed)
+        record.fileName = "f.bin"
+        record.state = .interrupted
+        return record
+    }
+
+    @Test func aStrongETagKeepsTheBytesForTheNewURLToProve() {
+        var record = Self.record(etag: "\"e\"")
+        #expect(SourceChange.move(&record, to: "http://a/f.bin?sig=2", requestedName: "f.bin", trustLength: false) == nil)
+        #expect((record.url, record.requestedName, record.committedBytes, record.etag) == ("http://a/f.bin?sig=2", "f.bin", 400, "\"e\""))
+    }
+
+    @Test(arguments: [false, true])
+    func lastModifiedAndLengthKeepTheBytesOnlyWhenTrusted(trust: Bool) {
+        var record = Self.record(lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        let reason = SourceChange.move(&record, to: "http://b/f.bin", requestedName: "", trustLength: trust)
+        #expect((reason == nil) == trust)
+        #expect(record.committedBytes == (trust ? 400 : 0))
+        #expect(record.fileName == "f.bin")
+    }
+
+    @Test func aWeakETagOrNoValidatorStartsOverKeepingTheFileName() {
+        for var record in [Self.record(etag: "W/\"e\""), Self.record(total: nil)] {
+            let reason = SourceChange.move(&record, to: "http://b/f.bin", requestedName: "", trustLength: true)
+            #expect(reason?.hasPrefix("http://a/f.bin?sig=1 gave ") == true)
+            #expect((record.committedBytes, record.syncedBytes, record.totalBytes, record.etag, record.segments) == (0, 0, nil, nil, nil))
+            #expect(record.partPath == "/tmp/f.bin.swoop")
+        }
+        // Nothing saved: nothing to lose, nothing to say.
+        var fresh = Self.record(committed: 0)
+        #expect(SourceChange.move(&fresh, to: "http://b/f.bin", requestedName: "", trustLength: false) == nil)
+    }
+}
