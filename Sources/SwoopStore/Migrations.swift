@@ -103,6 +103,11 @@ extension SQLiteDownloadStore {
                 t.column("answerMessage", .text)
             }
         }
+        migrator.registerMigration("v5: mirrors") { db in
+            try db.alter(table: "download") { t in
+                t.add(column: "mirrors", .text).notNull().defaults(to: "[]")
+            }
+        }
         return migrator
     }
 }

@@ -32,6 +32,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     var bytesPerSecond: Double
     var segments: String?
     var settings: String
+    var mirrors: String
     var createdAt: Double
     var updatedAt: Double
 
@@ -61,8 +62,9 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         bytesPerSecond = row[20]
         segments = row[21]
         settings = row[22]
-        createdAt = row[23]
-        updatedAt = row[24]
+        mirrors = row[23]
+        createdAt = row[24]
+        updatedAt = row[25]
     }
 
     static func encode(_ segments: [Segment]) -> String? {
@@ -83,8 +85,8 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     static let columns = [
         "id", "url", "directory", "requestedName", "fileName", "state", "totalBytes", "committedBytes", "syncedBytes",
         "bootID", "etag", "lastModified", "finalSize", "finalModified", "checksum", "lastError", "headers",
-        "collisionPolicy", "priority", "position", "bytesPerSecond", "segments", "settings", "createdAt",
-        "updatedAt",
+        "collisionPolicy", "priority", "position", "bytesPerSecond", "segments", "settings", "mirrors",
+        "createdAt", "updatedAt",
     ]
 
     /// `SELECT` of `columns`, in that order (what ``init(row:)`` reads by position), from the table.
@@ -101,12 +103,12 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         [
             id, url, directory, requestedName, fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag,
             lastModified, finalSize, finalModified, checksum, lastError, headers, collisionPolicy, priority, position,
-            bytesPerSecond, segments, settings, createdAt, updatedAt,
+            bytesPerSecond, segments, settings, mirrors, createdAt, updatedAt,
         ]
     }
 
     /// The columns a transfer changes: not the key (`url`, `directory`, `requestedName`), the queue
-    /// place (`priority`, `position`), the download's `settings` or `createdAt`.
+    /// place (`priority`, `position`), the download's `settings` and `mirrors`, or `createdAt`.
     static let updateColumns = [
         "fileName", "state", "totalBytes", "committedBytes", "syncedBytes", "bootID", "etag", "lastModified", "finalSize",
         "finalModified", "checksum", "lastError", "headers", "collisionPolicy", "bytesPerSecond", "segments", "updatedAt",
@@ -150,6 +152,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         bytesPerSecond = r.bytesPerSecond
         segments = r.segments.flatMap(Self.encode)
         settings = Self.encode(r.settings)
+        mirrors = r.mirrors.isEmpty ? "[]" : (try? Self.encoder.encode(r.mirrors)).flatMap { String(data: $0, encoding: .utf8) } ?? "[]"
         createdAt = r.createdAt.timeIntervalSince1970
         updatedAt = r.updatedAt.timeIntervalSince1970
     }
@@ -177,6 +180,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         // Segments that cannot be read are not trusted: the download starts over, never splices.
         r.segments = segments.flatMap { try? Self.decoder.decode([Segment].self, from: Data($0.utf8)) }
         r.settings = Self.decodeSettings(settings)
+        r.mirrors = mirrors == "[]" ? [] : (try? Self.decoder.decode([String].self, from: Data(mirrors.utf8))) ?? []
         r.updatedAt = Date(timeIntervalSince1970: updatedAt)
         return r
     }

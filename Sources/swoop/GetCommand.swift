@@ -19,6 +19,12 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp("Read URLs from this file (- for stdin).", valueName: "file"))
     var inputFile: String?
 
+    @Option(name: .customLong("mirror"), help: ArgumentHelp("Another URL of the same file (repeatable): segments are spread over all.", valueName: "url"))
+    var mirrors: [String] = []
+
+    @Option(help: ArgumentHelp("Download the files of a Metalink (RFC 5854): their mirrors, names and hashes.", valueName: "file"))
+    var metalink: String?
+
     @Option(name: [.customShort("o"), .customShort("O"), .customLong("output")], help: "Write to this file (one URL only; -O as in wget).")
     var output: String?
 
@@ -56,7 +62,10 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if urls.isEmpty && inputFile == nil { throw ValidationError("give at least one URL, or -i FILE") }
+        if urls.isEmpty && inputFile == nil && metalink == nil { throw ValidationError("give at least one URL, or -i FILE, or --metalink FILE") }
+        if !mirrors.isEmpty && (urls.count != 1 || inputFile != nil || metalink != nil) {
+            throw ValidationError("--mirror takes one URL (with -i, put a file's mirrors on its line, separated by TABs)")
+        }
         if output != nil && (urls.count > 1 || inputFile != nil) { throw ValidationError("-o/--output takes one URL; use -d for several") }
         if checksum != nil && (urls.count > 1 || inputFile != nil) { throw ValidationError("--checksum takes one URL") }
         if overwrite && noClobber { throw ValidationError("--overwrite and --no-clobber contradict each other") }
@@ -92,12 +101,20 @@ struct GetCommand: AsyncParsableCommand {
         let settings = try transfer.settings()
         // Not given: a known download keeps its stored policy, a new one renames.
         let collisionPolicy: CollisionPolicy? = overwrite ? .overwrite : (noClobber ? .fail : nil)
-        var entries = urls.map { URLList.Entry(url: $0, fileName: nil, line: 0) }
+        var entries = urls.map { URLList.Entry(url: $0, fileName: nil, line: 0, mirrors: mirrors) }
         if let inputFile { entries += try Self.readList(inputFile) }
+        // A Metalink's files, each with its mirrors and its strongest hash.
+        var hashes: [Int: Checksum] = [:]
+        if let metalink {
+            for file in try Self.readMetalink(metalink) {
+                if let hash = file.checksum { hashes[entries.count] = hash }
+                entries.append(URLList.Entry(url: file.urls[0], fileName: file.name, line: 0, mirrors: Array(file.urls.dropFirst())))
+            }
+        }
         // Resolved once (the current directory and its symlinks), not once per URL of a long list.
         let base = DownloadRequest.absolute(self.directory)
         var badLines: [SwoopError] = []
-        let requests: [DownloadRequest] = try entries.compactMap { entry in
+        let requests: [DownloadRequest] = try entries.enumerated().compactMap { index, entry in
             var directory = base
             var fileName = entry.fileName
             if let output {
@@ -110,15 +127,20 @@ struct GetCommand: AsyncParsableCommand {
             let url = Self.withScheme(entry.url, console: console)
             do {
                 request = try DownloadRequest(url: url, directory: directory, fileName: fileName)
+                request.mirrors = try entry.mirrors.map { try DownloadRequest.validate(Self.withScheme($0, console: console)) }
             } catch let error as SwoopError where entry.line > 0 {
                 badLines.append(SwoopError(error.code, "\(inputFile ?? "-"):\(entry.line): \(error.message)"))
                 return nil
             }
-            request.checksum = checksum
+            request.checksum = hashes[index] ?? checksum
             request.headers = headers
             request.priority = priority
             request.collisionPolicy = collisionPolicy
             request.settings = settings
+            if !request.mirrors.isEmpty, settings.maxConnections == nil {
+                // Without -x, one connection per source (up to 16).
+                request.settings.maxConnections = min(16, 1 + request.mirrors.count)
+            }
             request.trustMirrorLength = transfer.trustMirrorLength
             request.refresh = refresh
             return request
@@ -140,6 +162,14 @@ struct GetCommand: AsyncParsableCommand {
         let url = "http://" + trimmed
         console.notice("no scheme in \(trimmed): using \(url)")
         return url
+    }
+
+    private static func readMetalink(_ path: String) throws -> [Metalink.File] {
+        let expanded = (path as NSString).expandingTildeInPath
+        guard let data = FileManager.default.contents(atPath: expanded) else {
+            throw SwoopError(.fileSystem, "cannot read Metalink file \(path)")
+        }
+        return try Metalink.parse(data, source: path)
     }
 
     private static func readList(_ path: String) throws -> [URLList.Entry] {

@@ -196,4 +196,49 @@ struct SegmentedDownloadTests {
         // The first MiB, written by the single connection, is not asked for again.
         #expect(!resumed.contains { $0.hasPrefix("bytes=0-") })
     }
+
+    /// Four sources (issue 11, point 3): the URL, a slow mirror, one that answers 404 and
+    /// one with another ETag. The two bad ones are dropped with a notice each and never written
+    /// from; their segments go to the others; the file is byte-exact.
+    @Test func mirrorsShareTheSegmentsAndBadOnesAreDropped() async throws {
+        let f = try await Self.fixture(connections: 4, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = f.serve("/p/s.bin", size: 4 << 20)
+        let same = Resource(body: body, etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        f.server.serve("/slow/s.bin", same)
+        f.server.setDefault("/slow/s.bin", .throttle(bytesPerSecond: 1 << 20))
+        f.server.serve("/fail/s.bin", same)
+        f.server.setDefault("/fail/s.bin", .status(404))
+        f.server.serve("/other/s.bin", Resource(body: Resource.random(size: 4 << 20, seed: 99), etag: "\"v2\""))
+        var request = try f.request("/p/s.bin")
+        request.mirrors = ["/slow/s.bin", "/fail/s.bin", "/other/s.bin"].compactMap { URL(string: f.server.url($0)) }
+        let (result, events) = await f.download(request)
+        _ = try result.get()
+        #expect(sha256(file: f.path("s.bin")) == sha256(body))
+        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        #expect(notices.contains { $0.hasPrefix("dropping mirror \(f.server.url("/fail/s.bin")): HTTP 404") }, "\(notices)")
+        #expect(notices.contains("dropping mirror \(f.server.url("/other/s.bin")): the file changed on the server (ETag \"v1\" → \"v2\"); its segments go to the other sources"), "\(notices)")
+        #expect(f.server.requests(to: "/slow/s.bin").allSatisfy { $0.header("If-Range") == "\"v1\"" })
+        #expect(!f.server.requests(to: "/slow/s.bin").isEmpty)
+        #expect(!f.server.requests(to: "/other/s.bin").isEmpty)
+        #expect(f.server.requests(to: "/p/s.bin").count >= 2)
+    }
+
+    /// With a checksum, a mirror's ETag is not compared (real mirrors rarely share one): a matching
+    /// length is enough, and the checksum verifies the result.
+    @Test func withAChecksumMirrorsNeedOnlyTheSameLength() async throws {
+        let f = try await Self.fixture(connections: 3, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = f.serve("/p/c.bin", size: 3 << 20)
+        f.server.serve("/m/c.bin", Resource(body: body, etag: "\"mirror-own\""))
+        var request = try f.request("/p/c.bin")
+        request.mirrors = [try DownloadRequest.validate(f.server.url("/m/c.bin"))]
+        request.checksum = try Checksum(parsing: "sha-256=" + sha256(body))
+        let (result, _) = await f.download(request)
+        _ = try result.get()
+        #expect(sha256(file: f.path("c.bin")) == sha256(body))
+        let mirrored = f.server.requests(to: "/m/c.bin")
+        #expect(!mirrored.isEmpty)
+        #expect(mirrored.allSatisfy { $0.header("If-Range") == nil && $0.header("Range") != nil })
+    }
 }

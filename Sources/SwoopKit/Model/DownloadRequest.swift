@@ -32,6 +32,12 @@ public struct DownloadRequest: Sendable {
     /// This download's own settings (connections, rate limit, retries, timeouts, proxy), stored with
     /// it and laid over the ones stored before (see ``DownloadSettings/overriding(with:)``).
     public var settings = DownloadSettings()
+    /// More URLs of the same file (mirrors): its segments are spread over them and ``url``, at most
+    /// ``DownloadSettings/maxConnections`` connections in all. A mirror must answer with the same
+    /// length and (unless a ``checksum`` is given, which then verifies the result) the same strong
+    /// ETag as ``url``, else it is dropped with a notice; one that fails loses its segments to the
+    /// others. Stored; a request that names mirrors replaces the stored ones.
+    public var mirrors: [URL] = []
     /// When this URL takes over the unfinished download of another URL to the same file (see
     /// ``SourceChange``): keep its bytes on a matching length and Last-Modified when there is no
     /// strong ETag to prove the file the same. Risky: two different files can share both. Not stored.

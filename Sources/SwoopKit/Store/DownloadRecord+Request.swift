@@ -27,6 +27,7 @@ extension DownloadRecord {
             collisionPolicy = .rename
         }
         settings = settings.overriding(with: request.settings)
+        if !request.mirrors.isEmpty { mirrors = request.mirrors.map(\.absoluteString) }
     }
 
     /// The same download started afresh (removed, or its finished file changed): its key, id,
@@ -35,7 +36,7 @@ extension DownloadRecord {
         var fresh = DownloadRecord(
             id: id, url: url, directory: directory, requestedName: requestedName, bootID: bootID, checksum: checksum, now: createdAt
         )
-        (fresh.headers, fresh.collisionPolicy, fresh.settings) = (headers, collisionPolicy, settings)
+        (fresh.headers, fresh.collisionPolicy, fresh.settings, fresh.mirrors) = (headers, collisionPolicy, settings, mirrors)
         (fresh.priority, fresh.position) = (priority, position)
         return fresh
     }
@@ -59,6 +60,7 @@ extension DownloadRecord {
         request.checksum = try checksum.map { try Checksum(parsing: $0) }
         request.priority = priority
         request.settings = settings
+        request.mirrors = try mirrors.map(DownloadRequest.validate)
         return request
     }
 }

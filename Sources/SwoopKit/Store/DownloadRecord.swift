@@ -49,6 +49,9 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
     /// never writes them (``DownloadStore/update(settings:id:)`` does), so a change made while it
     /// runs is not undone by its progress updates.
     public var settings: DownloadSettings
+    /// More URLs of the same file (``DownloadRequest/mirrors``); written by saves, not by a
+    /// transfer's updates.
+    public var mirrors: [String]
     /// Higher runs first; equal priorities run in `position` order.
     public var priority: Int
     /// The order downloads were queued in (smaller first).
@@ -80,6 +83,7 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
         self.headers = []
         self.collisionPolicy = .rename
         self.settings = DownloadSettings()
+        self.mirrors = []
         self.priority = 0
         self.position = 0
         self.bytesPerSecond = 0

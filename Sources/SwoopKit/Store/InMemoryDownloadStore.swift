@@ -50,6 +50,7 @@ public final class InMemoryDownloadStore: DownloadStore {
             merged.position = stored.position
             merged.createdAt = stored.createdAt
             merged.settings = stored.settings
+            merged.mirrors = stored.mirrors
             records[record.id] = merged
         }
     }

@@ -11,6 +11,12 @@ struct SegmentRestart: Error, Sendable {
     var reason: String
 }
 
+/// A mirror answered with another file than the download's (its length or ETag differ, or it
+/// ignores ranges): it is dropped, never written from.
+struct MirrorRefused: Error, Sendable {
+    var reason: String
+}
+
 /// Downloads the unfinished segments of one file over several connections, each writing its bytes
 /// with `pwrite` at their offsets into the one part file. Decisions (what to claim, what to steal)
 /// are ``SegmentPlan``'s; this type does the I/O and keeps the shared state under one lock.
@@ -24,7 +30,15 @@ final class SegmentedTransfer: Sendable {
         var client: HTTPClientPool
         var configuration: Configuration
         var logger: Logger
+        /// The download's URL.
         var url: URL
+        /// More URLs of the same file; connections are spread over `url` and these.
+        var mirrors: [URL] = []
+        /// Whether a mirror must present the download's strong ETag (sent as `If-Range`): so unless
+        /// a checksum verifies the result, when a matching length is enough.
+        var mirrorsNeedETag = true
+        /// Says something the user should know (a mirror dropped, and why).
+        var notice: @Sendable (String) -> Void = { _ in }
         /// The request's headers (configured and per-download), without range headers.
         var headers: [(name: String, value: String)]
         var part: PartFile
@@ -54,6 +68,8 @@ final class SegmentedTransfer: Sendable {
         var lastProgress = ContinuousClock.now
         var meter = SpeedMeter()
         var connections = 0
+        /// Sources (0 is the URL, then the mirrors) no longer used: they failed or served another file.
+        var dropped: Set<Int> = []
     }
 
     private let context: Context
@@ -63,7 +79,34 @@ final class SegmentedTransfer: Sendable {
         self.context = context
         var initial = State(plan: plan)
         for segment in plan.segments { initial.recorded[segment.start] = segment.written }
+        if !context.mirrors.isEmpty, context.mirrorsNeedETag, context.saved.strongETag == nil {
+            // Nothing would prove that a mirror serves the same bytes.
+            initial.dropped = Set(1...context.mirrors.count)
+            context.notice("not using the mirrors of \(context.url.absoluteString): it gives no strong ETag to check them against (a --checksum would)")
+        }
         self.state = NIOLockedValueBox(initial)
+    }
+
+    /// The URL of each source: 0 is the download's, then the mirrors.
+    private func source(_ index: Int) -> URL { index == 0 ? context.url : context.mirrors[index - 1] }
+
+    /// The source a connection uses: `preferred` while it is live, else the next live one.
+    private func liveSource(preferring preferred: Int) -> Int? {
+        let count = context.mirrors.count + 1
+        return state.withLockedValue { state in
+            (0..<count).map { (preferred + $0) % count }.first { !state.dropped.contains($0) }
+        }
+    }
+
+    /// Stops using a source. Returns `false` (keeping it) when it is the last one left.
+    private func drop(_ index: Int, because reason: String) -> Bool {
+        let dropped = state.withLockedValue { state -> Bool in
+            guard state.dropped.count < context.mirrors.count, !state.dropped.contains(index) else { return state.dropped.contains(index) }
+            state.dropped.insert(index)
+            return true
+        }
+        if dropped { context.notice("dropping \(index == 0 ? "the URL" : "mirror") \(source(index).absoluteString): \(reason); its segments go to the other sources") }
+        return dropped
     }
 
     /// The plan as it stands (for saving when the transfer stops).
@@ -85,7 +128,7 @@ final class SegmentedTransfer: Sendable {
             for index in 0..<max(1, connections) {
                 let body = index == 0 ? first : nil
                 let segment = index == 0 ? preclaimed : nil
-                group.addTask { try await self.connection(first: body, at: firstAt, preclaimed: segment) }
+                group.addTask { try await self.connection(index: index, first: body, at: firstAt, preclaimed: segment) }
             }
             do {
                 try await group.waitForAll()
@@ -99,7 +142,9 @@ final class SegmentedTransfer: Sendable {
 
     // MARK: - One connection
 
-    private func connection(first: HTTPClientResponse.Body?, at firstAt: Int, preclaimed: Segment?) async throws {
+    private func connection(index: Int, first: HTTPClientResponse.Body?, at firstAt: Int, preclaimed: Segment?) async throws {
+        // Connections are spread over the sources; the first one's body (the probe's) is the URL's.
+        var sourceIndex = index % (context.mirrors.count + 1)
         var pending = first
         var claimed = preclaimed
         var retries = Retries(policy: context.configuration.retry)
@@ -116,7 +161,8 @@ final class SegmentedTransfer: Sendable {
                     body = open
                 } else {
                     if let open = pending { await open.drain() }
-                    body = try await request(segment)
+                    sourceIndex = liveSource(preferring: sourceIndex) ?? 0
+                    body = try await request(segment, from: sourceIndex)
                 }
                 let wasProbe = isFirst && firstAt == 0
                 pending = nil
@@ -135,15 +181,25 @@ final class SegmentedTransfer: Sendable {
             } catch let error as SegmentRestart {
                 release(segment.start)
                 throw error
+            } catch let refused as MirrorRefused {
+                release(segment.start)
+                pending = nil
+                // A mirror serving another file is never written from; the URL's own change is a restart.
+                guard drop(sourceIndex, because: refused.reason) else { throw SegmentRestart(reason: refused.reason) }
             } catch {
                 release(segment.start)
                 pending = nil
                 if error is CancellationError || Task.isCancelled { throw CancellationError() }
-                let swoopError = ErrorClassifier.classify(error, url: context.url.absoluteString, timeouts: context.configuration.timeouts)
+                let swoopError = ErrorClassifier.classify(error, url: source(sourceIndex).absoluteString, timeouts: context.configuration.timeouts)
                 let decision = retries.decide(
                     after: swoopError, progressed: written(segmentAt: segment.start) > before, jitter: Double.random(in: 0..<1)
                 )
                 guard case .retry(let delay, _, _) = decision else {
+                    // A source that keeps failing loses its segments to the others while any is left.
+                    if drop(sourceIndex, because: swoopError.message) {
+                        retries = Retries(policy: context.configuration.retry)
+                        continue
+                    }
                     // The whole download stops here; the transfer's own retries must not multiply these.
                     var final = swoopError
                     final.isRetryable = false
@@ -187,18 +243,36 @@ final class SegmentedTransfer: Sendable {
         }
     }
 
-    /// Asks for the rest of a segment and checks that the answer continues the same representation.
-    private func request(_ segment: Segment) async throws -> HTTPClientResponse.Body {
+    /// Asks a source for the rest of a segment and checks that the answer continues the same
+    /// representation: the URL's by its validators, a mirror's by the same length and (when no
+    /// checksum verifies the result) the same strong ETag. A mirror's mismatch is `MirrorRefused`.
+    private func request(_ segment: Segment, from index: Int) async throws -> HTTPClientResponse.Body {
         var saved = context.saved
         saved.offset = segment.next
         var headers = context.headers
         headers.append(("Range", "bytes=\(segment.next)-\(segment.end - 1)"))
+        if index > 0 {
+            // A mirror's own Last-Modified (and, with a checksum, its ETag) may differ: not compared.
+            saved.lastModified = nil
+            if !context.mirrorsNeedETag { saved.etag = nil }
+        }
         if let validator = saved.strongETag ?? saved.lastModified { headers.append(("If-Range", validator)) }
+        let url = source(index)
         let response = try await context.client.swoopGet(
-            context.url, headers: headers, configuration: context.configuration, logger: context.logger,
+            url, headers: headers, configuration: context.configuration, logger: context.logger,
             slow: context.throttle.isSlow
         )
         let head = ResponseHead(response)
+        do {
+            return try await check(response, head: head, segment: segment, saved: saved, url: url)
+        } catch let restart as SegmentRestart where index > 0 {
+            throw MirrorRefused(reason: restart.reason)
+        }
+    }
+
+    private func check(
+        _ response: HTTPClientResponse, head: ResponseHead, segment: Segment, saved: SavedRepresentation, url: URL
+    ) async throws -> HTTPClientResponse.Body {
         switch ResumeDecision.decide(head, saved: saved) {
         case .write(let offset, let total, let restartReason) where offset == segment.next && restartReason == nil:
             guard total == context.saved.totalBytes else {
@@ -217,7 +291,7 @@ final class SegmentedTransfer: Sendable {
             throw SegmentRestart(reason: "the server's length no longer matches the saved segments")
         case .status(let status):
             await response.body.drain()
-            throw SwoopError.httpStatus(status, url: context.url.absoluteString, retryAfter: response.headers.first(name: "Retry-After"))
+            throw SwoopError.httpStatus(status, url: url.absoluteString, retryAfter: response.headers.first(name: "Retry-After"))
         }
     }
 

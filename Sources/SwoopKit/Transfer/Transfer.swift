@@ -40,6 +40,8 @@ final class Transfer {
         var headers: [(name: String, value: String)]
         var collisionPolicy: CollisionPolicy
         var settings: DownloadSettings
+        /// More URLs of the same file (``DownloadRecord/mirrors``), parsed.
+        var mirrors: [URL]
         /// The URL the download moved from, when its saved bytes are offered to the new one: the
         /// first answer says whether it serves the same file (see ``SourceChange``).
         var movedFrom: String?
@@ -55,6 +57,7 @@ final class Transfer {
             headers = record.headers.map { ($0.name, $0.value) }
             collisionPolicy = record.collisionPolicy
             settings = record.settings
+            mirrors = try record.mirrors.map(DownloadRequest.validate)
         }
     }
 
