@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""scripts/bench-mirrors.py — one file from four mirrors (issue 11's benchmark).
+
+Run by scripts/bench (BENCH_SUITES="mirrors" runs only this part), or directly:
+
+    python3 scripts/bench-mirrors.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--size 256M] [--runs 5]
+
+Four private nginx servers on 127.0.0.1 serve the same random file, each with `limit_rate 20m` per
+connection: four connections in all from each tool, so at most 80 MiB/s. Swoop
+(`swoop get --mirror U2 --mirror U3 --mirror U4 U1`, one connection per source) and
+`aria2c -s4 -x4 U1 U2 U3 U4` (`-x4` because aria2 counts connections per host name, and the
+mirrors share 127.0.0.1 on four ports) download it alternately,
+`--runs` times each, into `--work` (put it on tmpfs to measure the engine). Every output is checked
+by sha-256. Prints a Markdown table (medians of wall time, throughput, CPU seconds, peak RSS, and
+the same-run ratio) on stdout; progress on stderr.
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import benchlib
+
+
+def say(message):
+    print(f"bench-mirrors: {message}", file=sys.stderr, flush=True)
+
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def command(tool, swoop, urls, out_dir, state):
+    if tool == "swoop":
+        mirrors = [arg for url in urls[1:] for arg in ("--mirror", url)]
+        return [swoop, "get", "-q", "--min-split-size", "1M", "--state-dir", state, "-d", out_dir] + mirrors + [urls[0]]
+    # -x4: aria2 counts connections per host name, and the four mirrors share 127.0.0.1 (on four
+    # ports); without it aria2 would use one connection in all.
+    return ["aria2c", "-q", "-s4", "-x4", "-k1M", "--file-allocation=none", "--allow-overwrite=false", "-d", out_dir] + urls
+
+
+def measure(tool, swoop, urls, name, work, expected, size):
+    out_dir = os.path.join(work, "out")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    state = os.path.join(work, "state")
+    shutil.rmtree(state, ignore_errors=True)
+    timing = os.path.join(work, "time.txt")
+    cmd = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", timing] + command(tool, swoop, urls, out_dir, state)
+    started = time.monotonic()
+    result = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=out_dir, timeout=600)
+    wall = time.monotonic() - started
+    if result.returncode != 0:
+        sys.exit(f"bench-mirrors: {tool} failed: {result.stderr[-2000:]}")
+    got = benchlib.sha256_file(os.path.join(out_dir, name))
+    if got != expected:
+        sys.exit(f"bench-mirrors: {tool}: sha-256 {got} differs from the source's {expected}")
+    _, user, system, rss = open(timing).read().split()
+    return {"wall": wall, "mibps": size / wall / (1 << 20), "cpu": float(user) + float(system), "rss": int(rss) / 1024}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--swoop", required=True)
+    parser.add_argument("--nginx", required=True)
+    parser.add_argument("--size", default="256M")
+    parser.add_argument("--rate", default="20m")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--work")
+    args = parser.parse_args()
+    size = parse_size(args.size)
+    work = args.work or tempfile.mkdtemp(prefix="bench-mirrors-")
+    os.makedirs(os.path.join(work, "www"), exist_ok=True)
+    name = "mirrored.bin"
+    source = os.path.join(work, "www", name)
+    say(f"writing {size} random bytes to {source}")
+    benchlib.write_random(source, size)
+    expected = benchlib.sha256_file(source)
+    servers = []
+    try:
+        for index in range(4):
+            mirror_work = os.path.join(work, f"mirror{index}")
+            os.makedirs(mirror_work, exist_ok=True)
+            process, port, _ = benchlib.start_nginx(
+                args.nginx, mirror_work, label=f"bench-mirrors {index}", http="sendfile on;",
+                server=f"root {work}/www;\n        limit_rate {args.rate};",
+            )
+            servers.append((process, port))
+        urls = [f"http://127.0.0.1:{port}/{name}" for _, port in servers]
+        say(f"4 mirrors at {args.rate}/s per connection: {', '.join(urls)}")
+        results = {"swoop": [], "aria2c": []}
+        ratios = []
+        for run in range(args.runs):
+            pair = {}
+            for tool in (("swoop", "aria2c") if run % 2 == 0 else ("aria2c", "swoop")):
+                pair[tool] = measure(tool, args.swoop, urls, name, work, expected, size)
+                results[tool].append(pair[tool])
+                say(f"run {run + 1} {tool}: {pair[tool]['wall']:.2f} s, {pair[tool]['mibps']:.1f} MiB/s, "
+                    f"{pair[tool]['cpu']:.2f} CPU s, {pair[tool]['rss']:.1f} MiB")
+            ratios.append(pair["swoop"]["mibps"] / pair["aria2c"]["mibps"])
+        print(f"\n### {args.size} from 4 mirrors at {args.rate}/s each ({args.runs} runs each, alternating; work dir {work})\n")
+        print("| tool | median wall s | median MiB/s | median CPU s | median peak RSS MiB |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for tool, runs in results.items():
+            median = lambda key: statistics.median(r[key] for r in runs)
+            print(f"| {tool} | {median('wall'):.2f} | {median('mibps'):.1f} | {median('cpu'):.2f} | {median('rss'):.1f} |")
+        print(f"\nswoop/aria2c throughput, same run: median {statistics.median(ratios):.2f} "
+              f"(runs: {', '.join(f'{r:.2f}' for r in ratios)})")
+    finally:
+        for process, _ in servers:
+            benchlib.stop_nginx(process)
+
+
+if __name__ == "__main__":
+    main()
