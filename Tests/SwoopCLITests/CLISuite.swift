@@ -34,6 +34,12 @@ extension CLISuite {
         try await SwoopBinary.run([command, "--state-dir", state] + arguments, in: root, timeout: timeout)
     }
 
+    /// Stops the test server in the background (for `defer`).
+    func stop() {
+        let server = self.server
+        Task { try? await server.shutdown() }
+    }
+
     /// `swoop ls --json`, decoded.
     func list() async throws -> [[String: Any]] {
         let result = try await swoop("ls", ["--json"])

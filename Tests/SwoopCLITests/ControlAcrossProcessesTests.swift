@@ -12,8 +12,6 @@ struct ControlAcrossProcessesTests: CLISuite {
         cli = try await CLIWorkspace("swoop-control")
     }
 
-    func stop() { Task { try? await server.shutdown() } }
-
     /// Starts `swoop get` of a path whose answer stalls after `bytes`, and returns it once that
     /// many bytes are in the part file, with the download's id prefix.
     func startStalled(_ name: String, size: Int, after bytes: Int, _ options: [String] = []) async throws -> (SwoopBinary.Running, String, [UInt8]) {

@@ -383,9 +383,4 @@ struct GetCommandTests: CLISuite {
         #expect(resent >= 0 && resent <= 1 << 20, "seed \(seed): \(resent) bytes sent twice")
         #expect(files() == ["crash.bin"])
     }
-
-    func stop() {
-        let server = self.server
-        Task { try? await server.shutdown() }
-    }
 }

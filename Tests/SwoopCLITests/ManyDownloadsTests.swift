@@ -291,11 +291,6 @@ struct ManyDownloadsTests: CLISuite {
         #expect(sha256Hex(file: out + "/f002.bin") == sha256Hex(bodies["f002.bin"]!))
     }
 
-    func stop() {
-        let server = self.server
-        Task { try? await server.shutdown() }
-    }
-
     @Test func failedDownloadsComeBackOnlyWhenAskedAndCanBeListedAndCleared() async throws {
         defer { stop() }
         let bodies = serveMany(1, size: 2_000, on: server)

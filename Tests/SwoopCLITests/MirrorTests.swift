@@ -12,8 +12,6 @@ struct MirrorTests: CLISuite {
         cli = try await CLIWorkspace("swoop-mirror")
     }
 
-    func stop() { Task { try? await server.shutdown() } }
-
     /// Serves the same 3 MB at /a/NAME, /b/NAME and /c/NAME (one ETag) and returns the bytes.
     func serveThree(_ name: String, seed: UInt64) -> [UInt8] {
         let body = Resource.random(size: 3_000_000, seed: seed)

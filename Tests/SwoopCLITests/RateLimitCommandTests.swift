@@ -16,11 +16,6 @@ struct RateLimitCommandTests: CLISuite {
         try await SwoopBinary.run(["get", "-q", "--state-dir", state, "-d", out] + arguments, in: root)
     }
 
-    func stop() {
-        let server = self.server
-        Task { try? await server.shutdown() }
-    }
-
     @Test(arguments: [["--limit-rate", "500K"], ["--max-overall-limit", "0.5M"], ["--limit-rate=512000"]])
     func aRateLimitHoldsTheDownloadBack(options: [String]) async throws {
         defer { stop() }

@@ -11,8 +11,6 @@ struct RefreshTests: CLISuite {
         cli = try await CLIWorkspace("swoop-refresh")
     }
 
-    func stop() { Task { try? await server.shutdown() } }
-
     /// Unchanged: one conditional request (its ETag and date), `304`, "unchanged", the file as it
     /// was. Without `--refresh`: no request at all. Changed: downloaded again into the part file
     /// beside it, the old file readable until the new one is complete, then replaced.

@@ -57,9 +57,4 @@ struct SegmentedCommandTests: CLISuite {
         #expect(size.status == 2)
         #expect(size.stderrLines.first?.contains("--min-split-size must be a size of at least 1K") == true)
     }
-
-    func stop() {
-        let server = self.server
-        Task { try? await server.shutdown() }
-    }
 }

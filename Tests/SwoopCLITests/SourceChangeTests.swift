@@ -12,8 +12,6 @@ struct SourceChangeTests: CLISuite {
         cli = try await CLIWorkspace("swoop-source")
     }
 
-    func stop() { Task { try? await server.shutdown() } }
-
     /// Starts `swoop get ARGUMENTS URL`, whose answer stalls after `bytes`, and interrupts it there.
     func interrupted(_ url: String, at bytes: Int, file: String, _ arguments: [String] = []) async throws {
         let running = try start("get", ["-d", out, "--retry-wait", "0.01"] + arguments + [url])
