@@ -164,7 +164,7 @@ struct ResumeCommand: AsyncParsableCommand {
     @Flag(help: "Without ids: every unfinished download, paused and failed ones included.")
     var all = false
 
-    @Option(help: ArgumentHelp("With one id: continue it from this URL (a re-signed link, a mirror of the same file).", valueName: "url"))
+    @Option(help: ArgumentHelp("With one id: replace its URL with this one (a re-signed link for the same file) and continue.", valueName: "url"))
     var url: String?
 
     @OptionGroup var transfer: TransferOptions

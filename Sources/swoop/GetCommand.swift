@@ -9,7 +9,8 @@ struct GetCommand: AsyncParsableCommand {
         abstract: "Download URLs to files, resuming whatever an earlier run left unfinished.",
         discussion: """
             -i FILE reads one URL per line (`-` reads standard input). Blank lines and lines starting \
-            with # are skipped; a file name may follow the URL after spaces: `https://host/a.iso  my.iso`.
+            with # are skipped; a file name may follow the URL after spaces: `https://host/a.iso  my.iso`. \
+            URLs separated by TABs on one line are one file's mirrors (a name may follow as the last field).
             """
     )
 
@@ -19,7 +20,13 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp("Read URLs from this file (- for stdin).", valueName: "file"))
     var inputFile: String?
 
-    @Option(name: .customLong("mirror"), help: ArgumentHelp("Another URL of the same file (repeatable): segments are spread over all.", valueName: "url"))
+    @Option(
+        name: .customLong("mirror"),
+        help: ArgumentHelp(
+            "Another URL of the same file (repeatable): segments are spread over all, one connection per source unless -x says otherwise. A mirror must give the same length and ETag (the same length with --checksum), else it is dropped.",
+            valueName: "url"
+        )
+    )
     var mirrors: [String] = []
 
     @Option(help: ArgumentHelp("Download the files of a Metalink (RFC 5854): their mirrors, names and hashes.", valueName: "file"))

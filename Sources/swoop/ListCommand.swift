@@ -102,6 +102,7 @@ enum DownloadTable {
                 + (record.checksum.map { ["checksum \($0)"] } ?? [])
                 + (record.headers.isEmpty ? [] : ["header\(record.headers.count == 1 ? "" : "s") " + record.headers.map(\.name).joined(separator: ", ")])
             if !options.isEmpty { lines.append("options: " + options.joined(separator: ", ")) }
+            if !record.mirrors.isEmpty { lines.append("mirrors: " + record.mirrors.joined(separator: ", ")) }
         }
         return lines.joined(separator: "\n")
     }

@@ -53,7 +53,7 @@ struct TransferOptions: ParsableArguments {
     var minSplitSize: String?
 
     @Flag(
-        help: "When a new URL takes over a download of the same file: keep its bytes on a matching length and Last-Modified if the server gives no strong ETag (risky: two files can share both)."
+        help: "When a new URL takes over an unfinished download of the same file name (a re-signed link): keep its bytes on a matching length and Last-Modified if there is no strong ETag (risky: two files can share both)."
     )
     var trustMirrorLength = false
 

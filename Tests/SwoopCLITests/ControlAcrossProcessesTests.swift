@@ -116,4 +116,17 @@ struct ControlAcrossProcessesTests: CLISuite {
         let stored = try await swoop("ls", [prefix])
         #expect(stored.stdoutLines.contains("options: connections 2, min-split-size 1.00 MiB, limit-rate none, retry-wait 0.01s, timeout 44s, header X-Keep"))
     }
+
+    /// One Ctrl-C delivered twice at once (`timeout -s INT` signals the process and its group) is
+    /// one Ctrl-C: the download is saved `interrupted`, not left `active` by an exit at once.
+    @Test func aSignalDeliveredTwiceAtOnceStillSavesTheDownload() async throws {
+        defer { stop() }
+        let (running, _, _) = try await startStalled("twice.bin", size: 2_000_000, after: 400_000)
+        running.signal(SIGINT)
+        running.signal(SIGINT)
+        let result = await running.wait()
+        #expect(result.status == 130)
+        #expect(result.stderrLines.last == "swoop: interrupted; progress saved. Run `swoop resume` (or the same command) to continue.")
+        #expect(try await list().first?["state"] as? String == "interrupted")
+    }
 }

@@ -61,7 +61,7 @@ struct SourceChangeTests: CLISuite {
         let result = try await get([server.url("/b/f.bin")])
         #expect(result.status == 0, "\(result.stderr)")
         let said = result.stderrLines.first { $0.contains("is not the file") }
-        #expect(said == "swoop: \(server.url("/b/f.bin")) is not the file \(server.url("/a/f.bin")) was (the file changed on the server (ETag \"one\" → \"two\")); starting over from 0")
+        #expect(said == "swoop: \(server.url("/b/f.bin")) is not the file \(server.url("/a/f.bin")) was: the file changed on the server (ETag \"one\" → \"two\"); starting over from 0")
         #expect(sha256Hex(file: out + "/f.bin") == sha256Hex(other))
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).sorted() == ["f.bin"])
         #expect(server.requests(to: "/b/f.bin").first?.header("If-Range") == "\"one\"")

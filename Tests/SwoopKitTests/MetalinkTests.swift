@@ -52,5 +52,10 @@ struct MetalinkTests {
         // One URL then a TAB and a name: a name, as before.
         #expect(entries[1] == URLList.Entry(url: "http://d/g.iso", fileName: "h.iso", line: 2))
         #expect(entries[2] == URLList.Entry(url: "http://e/x", fileName: "y.bin", line: 3))
+
+        // A name after spaces in the last URL's field; a first field with spaces is the plain form.
+        let spaced = URLList.parse("http://a/f\thttp://b/f  my f\nhttp://a/f  name\thttp://b/f\n")
+        #expect(spaced[0] == URLList.Entry(url: "http://a/f", fileName: "my f", line: 1, mirrors: ["http://b/f"]))
+        #expect(spaced[1] == URLList.Entry(url: "http://a/f", fileName: "name\thttp://b/f", line: 2))
     }
 }

@@ -217,7 +217,7 @@ struct SegmentedDownloadTests {
         #expect(sha256(file: f.path("s.bin")) == sha256(body))
         let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
         #expect(notices.contains { $0.hasPrefix("dropping mirror \(f.server.url("/fail/s.bin")): HTTP 404") }, "\(notices)")
-        #expect(notices.contains("dropping mirror \(f.server.url("/other/s.bin")): the file changed on the server (ETag \"v1\" → \"v2\"); its segments go to the other sources"), "\(notices)")
+        #expect(notices.contains("dropping mirror \(f.server.url("/other/s.bin")): it serves another file (ETag \"v1\" → \"v2\"); its segments go to the other sources"), "\(notices)")
         #expect(f.server.requests(to: "/slow/s.bin").allSatisfy { $0.header("If-Range") == "\"v1\"" })
         #expect(!f.server.requests(to: "/slow/s.bin").isEmpty)
         #expect(!f.server.requests(to: "/other/s.bin").isEmpty)
@@ -240,5 +240,19 @@ struct SegmentedDownloadTests {
         let mirrored = f.server.requests(to: "/m/c.bin")
         #expect(!mirrored.isEmpty)
         #expect(mirrored.allSatisfy { $0.header("If-Range") == nil && $0.header("Range") != nil })
+    }
+
+    /// A URL that fails for good (404) gives way to a mirror, with a notice, even on one connection.
+    @Test func aFailingURLGivesWayToAMirror() async throws {
+        let f = try await Self.fixture(connections: 1)
+        defer { f.stop() }
+        let body = f.serve("/m/g.bin", size: 500_000)
+        var request = try f.request("/gone/g.bin")
+        request.mirrors = [try DownloadRequest.validate(f.server.url("/m/g.bin"))]
+        let (result, events) = await f.download(request)
+        _ = try result.get()
+        #expect(sha256(file: f.path("g.bin")) == sha256(body))
+        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        #expect(notices.contains { $0.hasPrefix("dropping \(f.server.url("/gone/g.bin")): HTTP 404") && $0.hasSuffix("; trying mirror \(f.server.url("/m/g.bin"))") }, "\(notices)")
     }
 }

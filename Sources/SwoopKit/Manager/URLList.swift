@@ -42,14 +42,8 @@ public enum URLList {
             number += 1
             let line = rawLine.trimmingWhitespace()
             guard !line.isEmpty, !line.hasPrefix("#") else { continue }
-            let fields = line.split(separator: "\t").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
-            if fields.count > 1, fields[1].contains("://") {
-                // Mirrors: the URL fields, then perhaps a file name.
-                let urls = fields.prefix { $0.contains("://") && !$0.contains(" ") }
-                let name = fields.dropFirst(urls.count).joined(separator: " ")
-                entries.append(
-                    Entry(url: String(urls[urls.startIndex]), fileName: name.isEmpty ? nil : name, line: number, mirrors: urls.dropFirst().map(String.init))
-                )
+            if let mirrored = mirrorsEntry(line, number: number) {
+                entries.append(mirrored)
             } else if let gap = line.firstIndex(where: { $0 == " " || $0 == "\t" }) {
                 let name = line[gap...].trimmingWhitespace()
                 entries.append(Entry(url: String(line[..<gap]), fileName: name.isEmpty ? nil : String(name), line: number))
@@ -58,6 +52,31 @@ public enum URLList {
             }
         }
         return entries
+    }
+
+    /// A line of TAB-separated URLs (mirrors), the file name after them (its own field, or after
+    /// spaces in the last URL's field); `nil` for a line that is not one.
+    private static func mirrorsEntry(_ line: Substring, number: Int) -> Entry? {
+        let fields = line.split(separator: "\t").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
+        guard fields.count > 1 else { return nil }
+        var urls: [String] = []
+        var name: String?
+        for (index, field) in fields.enumerated() {
+            guard field.contains("://") else {
+                name = fields[index...].joined(separator: " ")
+                break
+            }
+            if let gap = field.firstIndex(where: { $0 == " " }) {
+                urls.append(String(field[..<gap]))
+                let after = ([field[gap...].trimmingWhitespace()] + fields[(index + 1)...]).filter { !$0.isEmpty }.joined(separator: " ")
+                name = after.isEmpty ? nil : after
+                break
+            }
+            urls.append(String(field))
+        }
+        // One URL and a name is the plain form; a first field that is no URL is not a list of mirrors.
+        guard urls.count > 1, fields[0].contains("://") else { return nil }
+        return Entry(url: urls[0], fileName: name, line: number, mirrors: Array(urls.dropFirst()))
     }
 }
 

@@ -266,7 +266,7 @@ final class SegmentedTransfer: Sendable {
         do {
             return try await check(response, head: head, segment: segment, saved: saved, url: url)
         } catch let restart as SegmentRestart where index > 0 {
-            throw MirrorRefused(reason: restart.reason)
+            throw MirrorRefused(reason: restart.reason.replacingOccurrences(of: "the file changed on the server", with: "it serves another file"))
         }
     }
 

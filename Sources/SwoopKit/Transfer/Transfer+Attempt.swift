@@ -33,7 +33,17 @@ extension Transfer {
                 }
                 furthest = max(furthest, offset)
                 let decision = retries.decide(after: swoopError, progressed: furthest > furthestBefore, jitter: Double.random(in: 0..<1))
-                guard case .retry(let delay, let attempt, let most) = decision else { throw await stop(swoopError, on: .fail) }
+                guard case .retry(let delay, let attempt, let most) = decision else {
+                    // A URL that fails for good gives way to a mirror while any is left.
+                    if Self.isSourceFailure(swoopError), !spareSources.isEmpty {
+                        let next = spareSources.removeFirst()
+                        emit(.notice(snapshot(), "dropping \(url.absoluteString): \(swoopError.message); trying mirror \(next.absoluteString)"))
+                        url = next
+                        retries = Retries(policy: configuration.retry)
+                        continue
+                    }
+                    throw await stop(swoopError, on: .fail)
+                }
                 _ = try? await onDisk { try $0.saveProgress(error: swoopError) }
                 retrying = Download.Retry(attempt: attempt, maxRetries: most, reason: Self.shortReason(swoopError.message, url: record.url))
                 emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.delay(delay.seconds)) (\(attempt)/\(most))"))
@@ -44,6 +54,12 @@ extension Transfer {
                 }
             }
         }
+    }
+
+    /// Whether an error is the source's (it cannot be reached, refuses, or answers with an error
+    /// status), so another source of the same file may do better.
+    static func isSourceFailure(_ error: SwoopError) -> Bool {
+        [.network, .timeout, .tls, .httpStatus, .redirect].contains(error.code)
     }
 
     /// An error message without the URL the board's line already names: "cannot connect to URL:
@@ -87,7 +103,7 @@ extension Transfer {
     func movedReason(_ reason: String) -> String {
         guard let from = movedFrom else { return reason }
         movedFrom = nil
-        return "\(record.url) is not the file \(from) was (\(reason))"
+        return "\(record.url) is not the file \(from) was: \(reason)"
     }
 
     /// One request. Returns `true` when the part file holds the whole file, `false` to go again at

@@ -34,7 +34,7 @@ extension Transfer {
         let engine = SegmentedTransfer(
             plan: plan,
             context: .init(
-                client: context.client, configuration: configuration, logger: context.logger, url: url, mirrors: options.mirrors,
+                client: context.client, configuration: configuration, logger: context.logger, url: url, mirrors: spareSources,
                 // A checksum verifies the result: a mirror's matching length is enough then.
                 mirrorsNeedETag: options.checksum == nil, notice: { message in emit(.notice(base, message)) },
                 headers: configuration.headers + options.headers, part: part, store: store, recordID: record.id,

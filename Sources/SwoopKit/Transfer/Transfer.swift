@@ -62,8 +62,11 @@ final class Transfer {
     }
 
     let context: Context
-    /// The URL, parsed once.
-    let url: URL
+    /// The URL requests go to, parsed once: the download's, until it fails for good and a mirror
+    /// takes its place.
+    var url: URL
+    /// The mirrors not in use as `url` (a segmented download uses them all).
+    var spareSources: [URL]
     var options: Options
     /// Whether the record was made for this run and is not in the store yet.
     let isNew: Bool
@@ -122,6 +125,7 @@ final class Transfer {
         self.announcesAdded = announcesAdded
         self.context = context
         self.movedFrom = options.movedFrom
+        self.spareSources = options.mirrors.filter { $0 != url }
     }
 
     /// Runs the download to its end.
