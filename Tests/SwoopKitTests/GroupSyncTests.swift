@@ -8,7 +8,7 @@ import Testing
 /// `GroupSync` is a group commit: a caller is served by a flush that started after it called, and
 /// callers who arrive while a flush runs share the next one. The callers here are real threads
 /// (`sync()` blocks), and each test holds the first flush until the others are seen waiting.
-@Suite("GroupSync: one flush for the callers who wait together", .timeLimit(.minutes(1)))
+@Suite("GroupSync: one flush for the callers who wait together", .serialized, .timeLimit(.minutes(2)))
 struct GroupSyncTests {
     @Test func aCallerArrivingDuringAFlushIsServedByTheNextOne() async throws {
         let flushes = ScriptedFlushes()
@@ -143,7 +143,9 @@ final class ScriptedFlushes: Sendable {
             }
             timeline.mark("flush \(n) started")
             // Bounded: a test that never releases fails on its own expectations, it does not hang.
-            if n == 1 { _ = gate.wait(timeout: .now() + .seconds(10)) }
+            // Longer than the callers may take to be seen waiting (on a loaded machine, seconds):
+            // a first flush that ended by itself would serve them before they were seen.
+            if n == 1 { _ = gate.wait(timeout: .now() + .seconds(60)) }
             timeline.mark("flush \(n) finished")
             if failing.contains(n) { throw FlushFailed(flush: n) }
         }
@@ -191,13 +193,13 @@ final class SyncCaller: Sendable {
         await eventually(timeout: .seconds(10)) { result != nil }
     }
 
-    /// Waits (up to 20 s: a loaded machine may keep a thread from running that long) until the
+    /// Waits (up to 30 s: a loaded machine may keep a thread from running that long) until the
     /// thread, having called `sync()`, sleeps in a futex: the condition variable, as the flush runs
     /// without the lock held. Seen several times in a row, so a moment of lock contention on the
     /// way in does not count.
     func isWaitingInsideSync() async -> Bool {
         var seen = 0
-        return await eventually(timeout: .seconds(20)) {
+        return await eventually(timeout: .seconds(30)) {
             guard let task = thread.withLockedValue({ $0 }), timeline["\(name) called"] != Int.max, result == nil,
                 let syscall = try? String(contentsOfFile: task + "/syscall", encoding: .utf8),
                 syscall.split(separator: " ").first == Self.futexSyscall
