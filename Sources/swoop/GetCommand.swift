@@ -76,6 +76,8 @@ struct GetCommand: AsyncParsableCommand {
         if output != nil && (urls.count > 1 || inputFile != nil) { throw ValidationError("-o/--output takes one URL; use -d for several") }
         if checksum != nil && (urls.count > 1 || inputFile != nil) { throw ValidationError("--checksum takes one URL") }
         if overwrite && noClobber { throw ValidationError("--overwrite and --no-clobber contradict each other") }
+        if metalink != nil && (output != nil || checksum != nil) { throw ValidationError("a Metalink names its files and hashes: no -o or --checksum with --metalink") }
+        if refresh && noClobber { throw ValidationError("--refresh replaces a file that changed: not with --no-clobber") }
     }
 
     func run() async throws {

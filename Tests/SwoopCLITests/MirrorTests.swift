@@ -72,6 +72,9 @@ struct MirrorTests: CLISuite {
 
         let broken = root + "/broken.meta4"
         try "<metalink><file name=\"../x\"><url>http://h/x</url></file></metalink>".write(toFile: broken, atomically: true, encoding: .utf8)
+        let combined = try await get(["--metalink", broken, "-o", "x.bin"])
+        #expect(combined.status == 2)
+        #expect(combined.stderrLines.first == "swoop: error: a Metalink names its files and hashes: no -o or --checksum with --metalink")
         let refused = try await get(["--metalink", broken])
         #expect(refused.status == 2)
         #expect(refused.stderrLines == ["swoop: error: Metalink \(broken): the file name '../x' is not a plain file name"])

@@ -195,4 +195,25 @@ struct DownloadSettingsTests {
         #expect(error.code == .timeout)
         await run.stop()
     }
+
+    /// One batch (an `-i` list) names a new URL for a file an unfinished download of the list
+    /// writes: that download is the list's own, never taken over; both end byte-exact.
+    @Test func aListNeverTakesOverADownloadItNamesItself() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        let a = f.serve("/a/f.bin", size: 50_000, seed: 1)
+        let b = f.serve("/b/f.bin", size: 60_000, seed: 2)
+        let store = InMemoryDownloadStore()
+        var unfinished = f.record("/a/f.bin")
+        (unfinished.fileName, unfinished.state) = ("f.bin", .interrupted)
+        try store.save(unfinished)
+        let run = try f.start(store: store)
+        let ids = try await run.manager.add(contentsOf: [try f.request("/b/f.bin"), try f.request("/a/f.bin")])
+        #expect(await run.waitForTerminal(ids))
+        #expect(ids[1] == unfinished.id && ids[0] != unfinished.id)
+        #expect(Set(try store.all().map(\.url)) == [f.server.url("/a/f.bin"), f.server.url("/b/f.bin")])
+        #expect(sha256Hex(file: f.path("f.bin")) == sha256Hex(a))
+        #expect(sha256Hex(file: f.path("f.1.bin")) == sha256Hex(b))
+        await run.stop()
+    }
 }

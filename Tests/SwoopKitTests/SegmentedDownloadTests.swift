@@ -255,4 +255,20 @@ struct SegmentedDownloadTests {
         let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
         #expect(notices.contains { $0.hasPrefix("dropping \(f.server.url("/gone/g.bin")): HTTP 404") && $0.hasSuffix("; trying mirror \(f.server.url("/m/g.bin"))") }, "\(notices)")
     }
+
+    /// A mirror with another file answers an empty first segment's If-Range with `200` and its
+    /// whole file: never written from, even at byte 0 (the probe cut before its first byte leaves
+    /// that segment to whichever connection comes).
+    @Test func aMirrorsWholeOtherFileIsNeverWrittenEvenAtByteZero() async throws {
+        let f = try await Self.fixture(connections: 2, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = f.serve("/p/z.bin", size: 1 << 20)
+        f.server.enqueue("/p/z.bin", .cutAfter(bytes: 0))
+        f.server.serve("/m/z.bin", Resource(body: Resource.random(size: 1 << 20, seed: 77), etag: "\"other\""))
+        var request = try f.request("/p/z.bin")
+        request.mirrors = [try DownloadRequest.validate(f.server.url("/m/z.bin"))]
+        let (result, _) = await f.download(request)
+        _ = try result.get()
+        #expect(sha256(file: f.path("z.bin")) == sha256(body))
+    }
 }

@@ -40,4 +40,35 @@ struct SourceChangeTests {
         var fresh = Self.record(committed: 0)
         #expect(SourceChange.move(&fresh, to: "http://b/f.bin", requestedName: "", trustLength: false) == nil)
     }
+
+    /// What was asked of one server (headers that may carry its credentials, its mirrors) does not
+    /// follow the download to another; a re-signed link on the same host keeps them.
+    @Test func anotherHostGetsNoneOfTheStoredHeadersOrMirrors() {
+        var record = Self.record(etag: "\"e\"")
+        record.headers = [HTTPHeaderField(name: "Authorization", value: "Bearer secret")]
+        record.mirrors = ["http://m/f.bin"]
+        var same = record
+        _ = SourceChange.move(&same, to: "http://a/f.bin?sig=2", requestedName: "", trustLength: false)
+        #expect(same.headers.count == 1 && same.mirrors.count == 1)
+        var other = record
+        _ = SourceChange.move(&other, to: "http://b/f.bin", requestedName: "", trustLength: false)
+        #expect(other.headers.isEmpty && other.mirrors.isEmpty)
+        #expect(other.committedBytes == 400)
+    }
+
+    /// A new URL's `206` proves the file only by showing the saved strong ETag and length (or, on
+    /// trust, the date): an answer that shows none is not proof.
+    @Test func aNewURLMustShowTheValidatorNotJustNotAnother() {
+        let record = Self.record(etag: "\"e\"")
+        func head(etag: String?, total: String = "1000", lastModified: String? = nil) -> ResponseHead {
+            ResponseHead(status: 206, etag: etag, lastModified: lastModified, contentLength: 600, contentRange: "bytes 400-999/\(total)")
+        }
+        #expect(Transfer.provesSameFile(head(etag: "\"e\""), as: record))
+        #expect(!Transfer.provesSameFile(head(etag: nil), as: record))
+        #expect(!Transfer.provesSameFile(head(etag: "\"e\"", total: "*"), as: record))
+        #expect(!Transfer.provesSameFile(head(etag: "\"e\"", total: "2000"), as: record))
+        let dated = Self.record(lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(Transfer.provesSameFile(head(etag: nil, lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"), as: dated))
+        #expect(!Transfer.provesSameFile(head(etag: nil), as: dated))
+    }
 }

@@ -32,6 +32,8 @@ extension DownloadManager {
         let keys = requests.map(\.key)
         // One batch lookup: thousands of URLs cost one read, not one each.
         let stored = Dictionary(try store.find(keys).map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+        // A download this batch names itself is never taken over by another line of it.
+        let named = Set(stored.values.map(\.id))
         for (request, key) in zip(requests, keys) {
             if let record = byKey[key] {
                 ids.append(record.id)
@@ -57,7 +59,7 @@ extension DownloadManager {
                 }
                 record = existing
                 try Self.requeue(&record)
-            } else if let adopted = try adopt(for: request, excluding: Set(ids)) {
+            } else if let adopted = try adopt(for: request, excluding: named.union(ids)) {
                 // The unfinished download of another URL to the same file: this URL takes it over.
                 record = adopted
                 try Self.requeue(&record)

@@ -143,12 +143,21 @@ extension DownloadManager {
     /// - Throws: ``SwoopError/Code/inUse`` naming the pid when another process is transferring it;
     ///   ``SwoopError/Code/notFound`` for an unknown id.
     func withDownloadLock(_ id: Download.ID, _ body: (inout DownloadRecord) throws -> Void) throws -> DownloadRecord {
-        let first = try existingRecord(id)
-        let lock = try DownloadLock.acquire(first.key, in: configuration.lockDirectory)
-        defer { withExtendedLifetime(lock) {} }
-        var record = try existingRecord(id)
-        try body(&record)
-        return record
+        // The lock is keyed by the URL: a download moved to another URL meanwhile is locked again
+        // under its new key.
+        var key = try existingRecord(id).key
+        for _ in 0..<3 {
+            let lock = try DownloadLock.acquire(key, in: configuration.lockDirectory)
+            defer { withExtendedLifetime(lock) {} }
+            var record = try existingRecord(id)
+            guard record.key == key else {
+                key = record.key
+                continue
+            }
+            try body(&record)
+            return record
+        }
+        throw SwoopError(.inUse, "download \(id) keeps moving to other URLs (another swoop is changing it)")
     }
 
     /// Moves a waiting download to `position` in the waiting order (0 is next).

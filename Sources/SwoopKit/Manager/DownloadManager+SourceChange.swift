@@ -31,13 +31,15 @@ extension DownloadManager {
             }
             if record.state == .active { record.state = try DownloadStateMachine.next(after: .active, on: .recover).get() }
             from = record.url
+            // The same URL: nothing moves (and no saved byte is put in doubt).
+            guard newURL != record.url else { return }
             reason = SourceChange.move(&record, to: newURL, requestedName: record.requestedName, trustLength: trustMirrorLength)
             record.updatedAt = Date()
             try store.save(record)
         }
         // A queued run takes the lock by the new key.
         if queuedKeys[id] != nil { queuedKeys[id] = record.key }
-        announceMove(record, from: from, startOver: reason)
+        if from != newURL { announceMove(record, from: from, startOver: reason) }
         if wasRunning { try resume(id) }
     }
 

@@ -70,7 +70,8 @@ public enum Metalink {
         func parser(_ parser: XMLParser, didEndElement element: String, namespaceURI: String?, qualifiedName: String?) {
             let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
             switch local(element) {
-            case "url" where current != nil && value.contains("://"):
+            case "url" where current != nil && (value.lowercased().hasPrefix("http://") || value.lowercased().hasPrefix("https://")):
+                // Only http(s): ftp, rsync and torrent links are left out.
                 // RFC 5854: priority 1 is first. Metalink 3.0: preference 100 is first.
                 let rank = attributes["priority"].flatMap(Int.init) ?? attributes["preference"].flatMap(Int.init).map { 1000 - $0 } ?? 999_999
                 let order = current?.urls.count ?? 0

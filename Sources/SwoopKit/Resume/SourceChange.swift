@@ -1,3 +1,5 @@
+import Foundation
+
 /// A download moving to another URL for the same file: a re-signed link, another mirror, `swoop
 /// resume --url`. Pure.
 ///
@@ -17,7 +19,17 @@ public enum SourceChange {
         record.url = url
         record.requestedName = requestedName
         record.lastError = nil
-        guard let reason = startOverReason(record, from: from, trustLength: trustLength) else { return nil }
+        if host(of: from) != host(of: url) {
+            // Another server: what was asked of the first (headers that may carry its credentials,
+            // its mirrors) does not follow; the request for the new URL gives its own.
+            record.headers = []
+            record.mirrors = []
+        }
+        guard let reason = startOverReason(record, from: from, trustLength: trustLength) else {
+            // The strong ETag proves the file; another server's date for it may differ.
+            if let etag = record.etag, !etag.hasPrefix("W/") { record.lastModified = nil }
+            return nil
+        }
         record.committedBytes = 0
         record.syncedBytes = 0
         record.segments = nil
@@ -25,6 +37,13 @@ public enum SourceChange {
         record.etag = nil
         record.lastModified = nil
         return reason
+    }
+
+    /// The lower-cased host (and port) of a URL, as written.
+    static func host(of url: String) -> String {
+        // `rangeOfHost`, not `host`: the host getter runs IDNA through ICU.
+        guard let components = URLComponents(string: url), let range = components.rangeOfHost else { return url }
+        return url[range].lowercased() + (components.port.map { ":\($0)" } ?? "")
     }
 
     /// Why the saved bytes of `record` cannot be offered to a new URL, or `nil` when they can.

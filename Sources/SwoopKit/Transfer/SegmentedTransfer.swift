@@ -37,6 +37,9 @@ final class SegmentedTransfer: Sendable {
         /// Whether a mirror must present the download's strong ETag (sent as `If-Range`): so unless
         /// a checksum verifies the result, when a matching length is enough.
         var mirrorsNeedETag = true
+        /// Whether the URL's own answers must carry the download's strong ETag too (a download that
+        /// moved to this URL: nothing else proves it serves the saved bytes' file).
+        var urlMustShowETag = false
         /// Says something the user should know (a mirror dropped, and why).
         var notice: @Sendable (String) -> Void = { _ in }
         /// The request's headers (configured and per-download), without range headers.
@@ -98,15 +101,16 @@ final class SegmentedTransfer: Sendable {
         }
     }
 
-    /// Stops using a source. Returns `false` (keeping it) when it is the last one left.
+    /// Stops using a source (saying so once). Returns `false` (keeping it) when it is the last one left.
     private func drop(_ index: Int, because reason: String) -> Bool {
-        let dropped = state.withLockedValue { state -> Bool in
-            guard state.dropped.count < context.mirrors.count, !state.dropped.contains(index) else { return state.dropped.contains(index) }
+        let (gone, now) = state.withLockedValue { state -> (Bool, Bool) in
+            if state.dropped.contains(index) { return (true, false) }
+            guard state.dropped.count < context.mirrors.count else { return (false, false) }
             state.dropped.insert(index)
-            return true
+            return (true, true)
         }
-        if dropped { context.notice("dropping \(index == 0 ? "the URL" : "mirror") \(source(index).absoluteString): \(reason); its segments go to the other sources") }
-        return dropped
+        if now { context.notice("dropping \(index == 0 ? "the URL" : "mirror") \(source(index).absoluteString): \(reason); its segments go to the other sources") }
+        return gone
     }
 
     /// The plan as it stands (for saving when the transfer stops).
@@ -184,8 +188,11 @@ final class SegmentedTransfer: Sendable {
             } catch let refused as MirrorRefused {
                 release(segment.start)
                 pending = nil
-                // A mirror serving another file is never written from; the URL's own change is a restart.
-                guard drop(sourceIndex, because: refused.reason) else { throw SegmentRestart(reason: refused.reason) }
+                // A mirror serving another file is never written from. The last source left refusing
+                // ends the download with its progress kept (the URL was dropped before: no restart).
+                guard drop(sourceIndex, because: refused.reason) else {
+                    throw SwoopError(.invalidResponse, "no source left serves the file: \(refused.reason)", isRetryable: false)
+                }
             } catch {
                 release(segment.start)
                 pending = nil
@@ -195,8 +202,9 @@ final class SegmentedTransfer: Sendable {
                     after: swoopError, progressed: written(segmentAt: segment.start) > before, jitter: Double.random(in: 0..<1)
                 )
                 guard case .retry(let delay, _, _) = decision else {
-                    // A source that keeps failing loses its segments to the others while any is left.
-                    if drop(sourceIndex, because: swoopError.message) {
+                    // A source that keeps failing loses its segments to the others while any is left;
+                    // a local failure (the disk) is no source's.
+                    if Transfer.isSourceFailure(swoopError), drop(sourceIndex, because: swoopError.message) {
                         retries = Retries(policy: context.configuration.retry)
                         continue
                     }
@@ -264,6 +272,22 @@ final class SegmentedTransfer: Sendable {
         )
         let head = ResponseHead(response)
         do {
+            // A segment is always asked as a range: a 200 is a server that ignores ranges or, under
+            // If-Range, another file. A source that must prove the file shows the same strong ETag
+            // and the length.
+            guard head.status == 206 || !(200..<300).contains(Int(head.status)) else {
+                await response.body.drain()
+                if let etag = saved.strongETag, let other = head.etag, other != etag {
+                    throw SegmentRestart(reason: "the file changed on the server (ETag \(etag) → \(other))")
+                }
+                throw SegmentRestart(reason: "the server sent the whole file (\(head.status)) instead of the range")
+            }
+            if head.status == 206, index > 0 ? context.mirrorsNeedETag : context.urlMustShowETag,
+                let etag = context.saved.strongETag, head.etag != etag
+            {
+                await response.body.drain()
+                throw SegmentRestart(reason: "the file changed on the server (ETag \(etag) → \(head.etag ?? "none"))")
+            }
             return try await check(response, head: head, segment: segment, saved: saved, url: url)
         } catch let restart as SegmentRestart where index > 0 {
             throw MirrorRefused(reason: restart.reason.replacingOccurrences(of: "the file changed on the server", with: "it serves another file"))

@@ -56,6 +56,15 @@ extension Transfer {
         }
     }
 
+    /// Whether a `206` from a new URL shows the saved representation's strong ETag (or, kept on
+    /// trust, its Last-Modified date) and its length, as a server of the same file would.
+    static func provesSameFile(_ head: ResponseHead, as record: DownloadRecord) -> Bool {
+        let total = head.contentRange.flatMap(ContentRange.init(parsing:))?.total
+        guard let total, total == record.totalBytes else { return false }
+        if let etag = record.etag, !etag.hasPrefix("W/") { return head.etag == etag }
+        return record.lastModified != nil && head.lastModified == record.lastModified
+    }
+
     /// Whether an error is the source's (it cannot be reached, refuses, or answers with an error
     /// status), so another source of the same file may do better.
     static func isSourceFailure(_ error: SwoopError) -> Bool {
@@ -148,6 +157,12 @@ extension Transfer {
         case .restart(let reason):
             await response.body.drain()
             let why = movedReason(reason)
+            try await onDisk { try $0.restart(because: why) }
+            return false
+        case .write(let start, _, nil) where start > 0 && movedFrom != nil && !Self.provesSameFile(head, as: record):
+            // A new URL must show the saved file's validator itself: not showing another is not enough.
+            await response.body.drain()
+            let why = movedReason("its answer does not show the ETag \(record.etag ?? "") (or the Last-Modified date and length) of the saved bytes")
             try await onDisk { try $0.restart(because: why) }
             return false
         case .write(let start, let total, let restartReason):

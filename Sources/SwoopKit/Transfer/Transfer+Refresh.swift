@@ -23,12 +23,24 @@ extension Transfer {
         case 304:
             emit(.notice(done, "\(path) is unchanged on the server"))
             return false
+        case 200..<300 where Self.sameVersion(ResponseHead(response), as: record):
+            // A server that ignores conditional requests, answering with the same version.
+            emit(.notice(done, "\(path) is unchanged on the server"))
+            return false
         case 200..<300:
             emit(.notice(done, "\(record.url) changed on the server: downloading it again (\(path) stays until the new one is complete)"))
             return true
         default:
             throw SwoopError.httpStatus(Int(response.status.code), url: record.url, retryAfter: response.headers.first(name: "Retry-After"))
         }
+    }
+
+    /// Whether an answer names the version `record` completed: its strong ETag, else (no ETag on
+    /// either side) its Last-Modified date and length.
+    static func sameVersion(_ head: ResponseHead, as record: DownloadRecord) -> Bool {
+        if let etag = record.etag, !etag.hasPrefix("W/") { return head.etag == etag }
+        guard record.etag == nil, head.etag == nil, let date = record.lastModified else { return false }
+        return head.lastModified == date && head.contentLength == record.finalSize
     }
 
     /// Turns the completed record into a fresh download of the same file name: its part file

@@ -36,7 +36,8 @@ extension Transfer {
             context: .init(
                 client: context.client, configuration: configuration, logger: context.logger, url: url, mirrors: spareSources,
                 // A checksum verifies the result: a mirror's matching length is enough then.
-                mirrorsNeedETag: options.checksum == nil, notice: { message in emit(.notice(base, message)) },
+                mirrorsNeedETag: options.checksum == nil, urlMustShowETag: movedFrom != nil,
+                notice: { message in emit(.notice(base, message)) },
                 headers: configuration.headers + options.headers, part: part, store: store, recordID: record.id,
                 bootID: recordedBootID,
                 saved: SavedRepresentation(offset: 0, totalBytes: plan.total, etag: record.etag, lastModified: record.lastModified),
