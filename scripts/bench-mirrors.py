@@ -5,11 +5,11 @@ Run by scripts/bench (BENCH_SUITES="mirrors" runs only this part), or directly:
 
     python3 scripts/bench-mirrors.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--size 256M] [--runs 5]
 
-Four private nginx servers on 127.0.0.1 serve the same random file, each with `limit_rate 20m` per
-connection: four connections in all from each tool, so at most 80 MiB/s. Swoop
-(`swoop get --mirror U2 --mirror U3 --mirror U4 U1`, one connection per source) and
-`aria2c -s4 -x4 U1 U2 U3 U4` (`-x4` because aria2 counts connections per host name, and the
-mirrors share 127.0.0.1 on four ports) download it alternately,
+Four private nginx servers, on 127.0.0.2 to 127.0.0.5, serve the same random file, each with
+`limit_rate 20m` per connection; each tool uses one connection per server, so 20 MiB/s per mirror
+and at most 80 MiB/s in all. Swoop (`swoop get --mirror U2 --mirror U3 --mirror U4 U1`, one
+connection per source) and `aria2c -s4 U1 U2 U3 U4` (aria2's one connection per server) download it
+alternately,
 `--runs` times each, into `--work` (put it on tmpfs to measure the engine). Every output is checked
 by sha-256. Prints a Markdown table (medians of wall time, throughput, CPU seconds, peak RSS, and
 the same-run ratio) on stdout; progress on stderr.
@@ -41,9 +41,9 @@ def command(tool, swoop, urls, out_dir, state):
     if tool == "swoop":
         mirrors = [arg for url in urls[1:] for arg in ("--mirror", url)]
         return [swoop, "get", "-q", "--min-split-size", "1M", "--state-dir", state, "-d", out_dir] + mirrors + [urls[0]]
-    # -x4: aria2 counts connections per host name, and the four mirrors share 127.0.0.1 (on four
-    # ports); without it aria2 would use one connection in all.
-    return ["aria2c", "-q", "-s4", "-x4", "-k1M", "--file-allocation=none", "--allow-overwrite=false", "-d", out_dir] + urls
+    # aria2's defaults: -x1 (one connection per server), -s5 (a split of five: with four
+    # servers, one connection each).
+    return ["aria2c", "-q", "-s4", "-k1M", "--file-allocation=none", "--allow-overwrite=false", "-d", out_dir] + urls
 
 
 def measure(tool, swoop, urls, name, work, expected, size):
@@ -88,12 +88,15 @@ def main():
         for index in range(4):
             mirror_work = os.path.join(work, f"mirror{index}")
             os.makedirs(mirror_work, exist_ok=True)
+            # Four hosts (127.0.0.2 to .5), so that every tool sees four servers: aria2 counts its
+            # connections per host name.
+            host = f"127.0.0.{index + 2}"
             process, port, _ = benchlib.start_nginx(
                 args.nginx, mirror_work, label=f"bench-mirrors {index}", http="sendfile on;",
-                server=f"root {work}/www;\n        limit_rate {args.rate};",
+                server=f"root {work}/www;\n        limit_rate {args.rate};", host=host,
             )
-            servers.append((process, port))
-        urls = [f"http://127.0.0.1:{port}/{name}" for _, port in servers]
+            servers.append((process, host, port))
+        urls = [f"http://{host}:{port}/{name}" for _, host, port in servers]
         say(f"4 mirrors at {args.rate}/s per connection: {', '.join(urls)}")
         results = {"swoop": [], "aria2c": []}
         ratios = []
@@ -114,7 +117,7 @@ def main():
         print(f"\nswoop/aria2c throughput, same run: median {statistics.median(ratios):.2f} "
               f"(runs: {', '.join(f'{r:.2f}' for r in ratios)})")
     finally:
-        for process, _ in servers:
+        for process, _, _ in servers:
             benchlib.stop_nginx(process)
 
 

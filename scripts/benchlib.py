@@ -16,11 +16,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_nginx(nginx, work, server="", http="", listen="", label="bench"):
+def start_nginx(nginx, work, server="", http="", listen="", label="bench", host="127.0.0.1"):
     """Starts nginx in the foreground with its own prefix, pid file and logs under `work`/nginx.
 
     `server` and `http` are extra directives for the server and http blocks; `listen` is appended to
-    the listen directive (e.g. " ssl http2"). Returns (process, port, nginx directory). Exits the
+    the listen directive (e.g. " ssl http2"); `host` is the loopback address to listen on. Returns
+    (process, port, nginx directory). Exits the
     script with a message when nginx does not answer within 10 s.
     """
     port = free_port()
@@ -40,7 +41,7 @@ http {{
     default_type application/octet-stream;
     {http}
     server {{
-        listen 127.0.0.1:{port}{listen};
+        listen {host}:{port}{listen};
         {server}
     }}
 }}
@@ -55,7 +56,7 @@ http {{
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return process, port, conf_dir
         except OSError:
             time.sleep(0.05)
