@@ -43,8 +43,15 @@ struct ListCommand: AsyncParsableCommand {
                 return
             }
             let records = try store.all()
+            let locks = try? global.lockDirectory()
             var downloads = records.map { record in
-                record.snapshot(bytesPerSecond: record.state == .active ? record.bytesPerSecond : 0)
+                var snapshot = record.snapshot(bytesPerSecond: record.state == .active ? record.bytesPerSecond : 0)
+                // `active` with no process holding it: its process died; it continues on the next
+                // resume (which records it). Shown as it is.
+                if record.state == .active, let locks, !record.isLocked(in: locks) {
+                    (snapshot.state, snapshot.bytesPerSecond) = (.interrupted, 0)
+                }
+                return snapshot
             }.filter { states?.contains($0.state) ?? true }
             if !ids.isEmpty {
                 let chosen = try ids.map { try DownloadLookup.resolve($0, in: downloads) }

@@ -129,4 +129,19 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(result.stderrLines.last == "swoop: interrupted; progress saved. Run `swoop resume` (or the same command) to continue.")
         #expect(try await list().first?["state"] as? String == "interrupted")
     }
+
+    /// `ls` shows a download whose process holds its lock as active, and one whose process died
+    /// (kill -9 leaves the record `active`) as interrupted, as the next resume will treat it.
+    @Test func lsTellsARunningDownloadFromOneWhoseProcessDied() async throws {
+        let (running, prefix, body) = try await startStalled("dead.bin", size: 2_000_000, after: 300_000)
+        defer { stop() }
+        #expect(try await list().first?["state"] as? String == "active")
+        running.signal(SIGKILL)
+        _ = await running.wait()
+        #expect(try await list().first?["state"] as? String == "interrupted")
+        #expect(try await swoop("ls", [prefix]).stdoutLines.contains("state:  interrupted"))
+        let resumed = try await swoop("resume", ["--retry-wait", "0.01"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(sha256Hex(file: out + "/dead.bin") == sha256Hex(body))
+    }
 }

@@ -65,14 +65,7 @@ final class DownloadLock: Sendable {
         let path = (directory as NSString).appendingPathComponent(fileName())
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SwoopError.fileSystem("open lock file", path: path, errno: errno) }
-        let hash = Hashing.sha256(key).prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        // High offsets for the locks, a low table for the pids: the two never overlap.
-        var lock = flock()
-        lock.l_type = Int16(F_WRLCK)
-        lock.l_whence = Int16(SEEK_SET)
-        lock.l_start = off_t(1 << 40) + off_t(hash >> 3)
-        lock.l_len = 1
-        let pidSlot = off_t(hash % 65_536) * 8
+        var (lock, pidSlot) = Self.place(of: key)
         var attempts = 0
         while fcntl(fd, Self.ofdSetLock, &lock) != 0 {
             let code = errno
@@ -99,6 +92,31 @@ final class DownloadLock: Sendable {
         return DownloadLock(fd: fd)
     }
 
-    /// `F_OFD_SETLK` (Linux 3.15+), which the Glibc module does not export.
+    /// Whether a process holds the lock of `key` (it is transferring that download), without taking
+    /// it: a reader such as `swoop ls` must not make a starting transfer fail for a moment.
+    static func isHeld(_ key: DownloadKey, in directory: String) -> Bool {
+        let path = (directory as NSString).appendingPathComponent(fileName())
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { _ = Glibc.close(fd) }
+        var (lock, _) = place(of: "\(key.url)\n\(key.directory)\n\(key.requestedName)")
+        guard fcntl(fd, ofdGetLock, &lock) == 0 else { return false }
+        return lock.l_type != Int16(F_UNLCK)
+    }
+
+    /// The byte locked for `key` and its pid slot. High offsets for the locks, a low table for the
+    /// pids: the two never overlap.
+    private static func place(of key: String) -> (lock: flock, pidSlot: off_t) {
+        let hash = Hashing.sha256(key).prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = off_t(1 << 40) + off_t(hash >> 3)
+        lock.l_len = 1
+        return (lock, off_t(hash % 65_536) * 8)
+    }
+
+    /// `F_OFD_GETLK` and `F_OFD_SETLK` (Linux 3.15+), which the Glibc module does not export.
+    private static let ofdGetLock: Int32 = 36
     private static let ofdSetLock: Int32 = 37
 }
