@@ -73,13 +73,19 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
 
     /// Settings as JSON; none set is `{}`.
     static func encode(_ settings: DownloadSettings) -> String {
-        settings.isEmpty ? "{}" : (try? encoder.encode(settings)).flatMap { String(data: $0, encoding: .utf8) } ?? "{}"
+        json(settings, isEmpty: settings.isEmpty, empty: "{}")
     }
 
-    /// Settings kept as JSON. Settings that cannot be read follow the configuration: they only tune
-    /// how a download is made, never which bytes it keeps.
-    static func decodeSettings(_ json: String) -> DownloadSettings {
-        json == "{}" ? DownloadSettings() : (try? decoder.decode(DownloadSettings.self, from: Data(json.utf8))) ?? DownloadSettings()
+    /// `value` as JSON text, `empty` for an empty value (the common case: no encoder run).
+    private static func json<T: Encodable>(_ value: T, isEmpty: Bool, empty: String) -> String {
+        isEmpty ? empty : (try? encoder.encode(value)).flatMap { String(data: $0, encoding: .utf8) } ?? empty
+    }
+
+    /// What JSON text holds, or `fallback` for the `empty` text or text that cannot be read. What
+    /// the JSON columns hold only says how a download is asked for (headers, settings, mirrors),
+    /// never which bytes it keeps, so an unreadable one falls back rather than failing the read.
+    private static func decoded<T: Decodable>(_ text: String, empty: String, fallback: T) -> T {
+        text == empty ? fallback : (try? decoder.decode(T.self, from: Data(text.utf8))) ?? fallback
     }
 
     static let columns = [
@@ -144,15 +150,14 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         finalModified = r.finalModified
         checksum = r.checksum
         lastError = r.lastError
-        headers = r.headers.isEmpty
-            ? "[]" : (try? Self.encoder.encode(r.headers)).flatMap { String(data: $0, encoding: .utf8) } ?? "[]"
+        headers = Self.json(r.headers, isEmpty: r.headers.isEmpty, empty: "[]")
         collisionPolicy = r.collisionPolicy.rawValue
         priority = r.priority
         position = r.position
         bytesPerSecond = r.bytesPerSecond
         segments = r.segments.flatMap(Self.encode)
         settings = Self.encode(r.settings)
-        mirrors = r.mirrors.isEmpty ? "[]" : (try? Self.encoder.encode(r.mirrors)).flatMap { String(data: $0, encoding: .utf8) } ?? "[]"
+        mirrors = Self.json(r.mirrors, isEmpty: r.mirrors.isEmpty, empty: "[]")
         createdAt = r.createdAt.timeIntervalSince1970
         updatedAt = r.updatedAt.timeIntervalSince1970
     }
@@ -172,15 +177,15 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         r.finalSize = finalSize
         r.finalModified = finalModified
         r.lastError = lastError
-        r.headers = headers == "[]" ? [] : (try? Self.decoder.decode([HTTPHeaderField].self, from: Data(headers.utf8))) ?? []
+        r.headers = Self.decoded(headers, empty: "[]", fallback: [])
         r.collisionPolicy = CollisionPolicy(rawValue: collisionPolicy) ?? .rename
         r.priority = priority
         r.position = position
         r.bytesPerSecond = bytesPerSecond
         // Segments that cannot be read are not trusted: the download starts over, never splices.
         r.segments = segments.flatMap { try? Self.decoder.decode([Segment].self, from: Data($0.utf8)) }
-        r.settings = Self.decodeSettings(settings)
-        r.mirrors = mirrors == "[]" ? [] : (try? Self.decoder.decode([String].self, from: Data(mirrors.utf8))) ?? []
+        r.settings = Self.decoded(settings, empty: "{}", fallback: DownloadSettings())
+        r.mirrors = Self.decoded(mirrors, empty: "[]", fallback: [])
         r.updatedAt = Date(timeIntervalSince1970: updatedAt)
         return r
     }

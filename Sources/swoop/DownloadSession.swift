@@ -135,16 +135,13 @@ struct DownloadSession {
     /// For a bare resume that left paused or failed downloads out: how many, and how to go on.
     private func leftOut(_ work: Work, manager: DownloadManager) async throws -> String {
         guard case .resume(nil, let states, _) = work else { return "" }
-        var parts: [String] = []
-        if !states.contains(.paused) {
-            let count = try await manager.downloads(matching: [.paused]).count
-            if count > 0 { parts.append("\(count) paused (`swoop resume ID` or `--all` continues \(count == 1 ? "it" : "them"))") }
+        var said = ""
+        for (state, advice) in [(Download.State.paused, "`swoop resume ID` or `--all` continues"), (.failed, "`swoop resume --failed` retries")]
+        where !states.contains(state) {
+            let count = try await manager.downloads(matching: [state]).count
+            if count > 0 { said += "; \(count) \(state.rawValue) (\(advice) \(count == 1 ? "it" : "them"))" }
         }
-        if !states.contains(.failed) {
-            let count = try await manager.downloads(matching: [.failed]).count
-            if count > 0 { parts.append("\(count) failed (`swoop resume --failed` retries \(count == 1 ? "it" : "them"))") }
-        }
-        return parts.map { "; " + $0 }.joined()
+        return said
     }
 
     /// Prints each download's result as it ends; returns the exit status once all have ended (or

@@ -8,6 +8,12 @@ import NIOSSL
 /// Turns what the HTTP stack throws into a ``SwoopError`` with a clear message and the right
 /// retry class. Unknown transport errors are retryable: a fresh attempt resumes from the saved offset.
 enum ErrorClassifier {
+    /// Whether an error is the source's (it cannot be reached, refuses, or answers with an error
+    /// status), so another source of the same file may do better; a local one (the disk) is not.
+    static func isSourceFailure(_ error: SwoopError) -> Bool {
+        [.network, .timeout, .tls, .httpStatus, .redirect].contains(error.code)
+    }
+
     /// Whether `error` is a refused connection or a host that could not be resolved (not a timeout,
     /// not a connection that broke once open): worth few retries.
     static func isUnreachable(_ error: SwoopError) -> Bool {

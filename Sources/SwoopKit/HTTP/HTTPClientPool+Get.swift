@@ -23,14 +23,10 @@ extension HTTPClientPool {
         slow: Bool = false
     ) async throws -> HTTPClientResponse {
         var redirects = RedirectTracker(original: url, policy: configuration.redirects)
-        var merged: [(name: String, value: String)] = [
-            ("User-Agent", configuration.userAgent), ("Accept", "*/*"), ("Accept-Encoding", "identity"),
-        ]
-        for header in headers {
-            merged.removeAll { $0.name.lowercased() == header.name.lowercased() }
-            // An empty value removes the header, Swoop's own included (curl's `-H 'Name:'`).
-            if !header.value.isEmpty { merged.append(header) }
-        }
+        // An empty value removes a header, Swoop's own included.
+        var merged = HTTPHeaderField.merged(
+            [("User-Agent", configuration.userAgent), ("Accept", "*/*"), ("Accept-Encoding", "identity")], headers
+        )
         if merged.contains(where: { $0.name.lowercased() == "proxy-authorization" }) {
             logger.debug("dropping Proxy-Authorization: it would reach the origin", metadata: ["request.url": "\(url.absoluteString)"])
             merged.removeAll { $0.name.lowercased() == "proxy-authorization" }

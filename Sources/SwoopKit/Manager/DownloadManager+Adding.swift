@@ -116,12 +116,6 @@ extension DownloadManager {
     }
 
     static func entry(_ record: DownloadRecord) -> DownloadQueue.Entry {
-        DownloadQueue.Entry(id: record.id, host: hostKey(record.url), priority: record.priority, position: record.position)
-    }
-
-    /// The lower-cased host of a URL, without parsing through ICU.
-    static func hostKey(_ url: String) -> String {
-        guard let components = URLComponents(string: url), let range = components.rangeOfHost else { return url }
-        return url[range].lowercased()
+        DownloadQueue.Entry(id: record.id, host: Syntax.host(of: record.url), priority: record.priority, position: record.position)
     }
 }

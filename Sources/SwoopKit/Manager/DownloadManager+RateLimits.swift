@@ -37,12 +37,9 @@ extension DownloadManager {
         let before = record.settings
         record.settings.bytesPerSecond = bytesPerSecond ?? 0
         try store.update(settings: record.settings, id: id)
-        // Running here: at once (a transfer whose limiter is not made yet starts with the stored
-        // rate, or takes it a moment later).
-        for _ in 0..<100 where runs.isRunning(id) {
-            if try rateLimits.set(id, own: record.settings.ownRate) { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        // Running here: at once (its limiter is made when the run begins). Handed over and not
+        // begun: it reads the stored settings when it begins.
+        try rateLimits.set(id, own: record.settings.ownRate)
         if runs.contains(id) { return }
         // Not running here: another process may be transferring it. It takes the new settings on
         // when asked; a download that runs nowhere starts with them. A request that is not

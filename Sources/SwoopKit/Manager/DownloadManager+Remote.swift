@@ -97,18 +97,15 @@ extension DownloadManager {
             guard runs.hasTransfers, let controls = try? store.controls() else { continue }
             for posted in controls where posted.answer == nil {
                 guard let since = runs.transferringSince(posted.id), posted.postedAt >= since else { continue }
-                if let answer = await carryOut(posted.control, for: posted.id) {
-                    try? store.answer(posted.token, answer)
-                }
+                try? store.answer(posted.token, await carryOut(posted.control, for: posted.id))
             }
         }
     }
 
     /// Carries out a control another process left for a download this manager transfers.
     ///
-    /// - Returns: The answer, or `nil` to look again next time (a new rate for a transfer whose
-    ///   limiter is not made yet).
-    func carryOut(_ control: DownloadControl, for id: Download.ID) async -> PostedControl.Answer? {
+    /// - Returns: The answer: done, or why it could not be.
+    func carryOut(_ control: DownloadControl, for id: Download.ID) async -> PostedControl.Answer {
         do {
             switch control {
             case .pause:
@@ -119,9 +116,8 @@ extension DownloadManager {
                 try await remove(id, deletingFile: deletingFile)
             case .applySettings:
                 let record = try existingRecord(id)
-                if try !rateLimits.set(id, own: record.settings.ownRate) {
-                    return runs.isRunning(id) ? nil : .done
-                }
+                // Not running any more (it stopped meanwhile): it starts with the stored rate.
+                guard try rateLimits.set(id, own: record.settings.ownRate) else { return .done }
                 // Said where the download runs: its rate changed from elsewhere.
                 let rate = rateLimits.runningRate(id).map { ByteFormatting.rate(Double($0)) } ?? "no limit"
                 if let snapshot = runs.snapshot(id) {

@@ -211,7 +211,7 @@ extension DownloadManager {
         record: DownloadRecord, url: URL, options: Transfer.Options, isNew: Bool, announcesAdded: Bool
     ) -> @Sendable () async throws -> DownloadOutcome {
         let (hub, runs, rateLimits, id) = (hub, runs, rateLimits, record.id)
-        let context = Transfer.Context(
+        var context = Transfer.Context(
             client: client, configuration: options.settings.applied(to: configuration), store: store, logger: logger,
             activeMarks: activeMarks, directorySyncs: directorySyncs,
             emit: { event in
@@ -220,10 +220,11 @@ extension DownloadManager {
             },
             stopRequest: { runs.stopRequest(id) }
         )
-        return {
-            var context = context
-            context.throttle = rateLimits.start(record.id, own: options.settings.ownRate)
-            defer { rateLimits.finish(record.id) }
+        // Made now, with the run begun and no suspension between: from then on a new rate (a
+        // `setRateLimit`, here or asked by another process) always finds the limiter.
+        context.throttle = rateLimits.start(id, own: options.settings.ownRate)
+        return { [context] in
+            defer { rateLimits.finish(id) }
             let transfer = Transfer(
                 record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded, context: context
             )

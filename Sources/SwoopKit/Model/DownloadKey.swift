@@ -21,4 +21,18 @@ public struct HTTPHeaderField: Sendable, Codable, Hashable {
         self.name = name
         self.value = value
     }
+
+    /// The one rule for laying headers over others: each of `new` replaces the ones of the same
+    /// name (case-insensitively), in order; one with an empty value removes them (curl's
+    /// `-H 'Name:'`).
+    public static func merged(
+        _ headers: [(name: String, value: String)], _ new: [(name: String, value: String)]
+    ) -> [(name: String, value: String)] {
+        var result = headers
+        for header in new {
+            result.removeAll { $0.name.lowercased() == header.name.lowercased() }
+            if !header.value.isEmpty { result.append(header) }
+        }
+        return result
+    }
 }

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A download moving to another URL for the same file: a re-signed link, another mirror, `swoop
 /// resume --url`. Pure.
 ///
@@ -19,7 +17,7 @@ public enum SourceChange {
         record.url = url
         record.requestedName = requestedName
         record.lastError = nil
-        if host(of: from) != host(of: url) {
+        if Syntax.host(of: from, includingPort: true) != Syntax.host(of: url, includingPort: true) {
             // Another server: what was asked of the first (headers that may carry its credentials,
             // its mirrors) does not follow; the request for the new URL gives its own.
             record.headers = []
@@ -37,13 +35,6 @@ public enum SourceChange {
         record.etag = nil
         record.lastModified = nil
         return reason
-    }
-
-    /// The lower-cased host (and port) of a URL, as written.
-    static func host(of url: String) -> String {
-        // `rangeOfHost`, not `host`: the host getter runs IDNA through ICU.
-        guard let components = URLComponents(string: url), let range = components.rangeOfHost else { return url }
-        return url[range].lowercased() + (components.port.map { ":\($0)" } ?? "")
     }
 
     /// Why the saved bytes of `record` cannot be offered to a new URL, or `nil` when they can.

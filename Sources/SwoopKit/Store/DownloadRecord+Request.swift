@@ -41,15 +41,9 @@ extension DownloadRecord {
         return fresh
     }
 
-    /// `stored` with each of `new` replacing the headers of the same name (case-insensitively); one
-    /// with an empty value removes them (as curl's `-H 'Name:'` does).
+    /// `stored` with `new` laid over it by ``HTTPHeaderField/merged(_:_:)``.
     public static func merged(_ stored: [HTTPHeaderField], _ new: [(name: String, value: String)]) -> [HTTPHeaderField] {
-        var result = stored
-        for header in new {
-            result.removeAll { $0.name.lowercased() == header.name.lowercased() }
-            if !header.value.isEmpty { result.append(HTTPHeaderField(name: header.name, value: header.value)) }
-        }
-        return result
+        HTTPHeaderField.merged(stored.map { ($0.name, $0.value) }, new).map { HTTPHeaderField(name: $0.name, value: $0.value) }
     }
 
     /// The request this record was made from (to run it again).

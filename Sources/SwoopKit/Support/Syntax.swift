@@ -1,3 +1,5 @@
+import Foundation
+
 /// Small pieces of HTTP header syntax that parsers at every layer share (RFC 9110 §5.6).
 enum Syntax {
     /// Drops leading and trailing spaces and tabs (HTTP optional whitespace).
@@ -22,5 +24,14 @@ enum Syntax {
             value = sum
         }
         return value
+    }
+
+    /// The lower-cased host of a URL as written (with `:port` when `includingPort` and one is
+    /// given), or the text itself when it has none. `rangeOfHost`, not `host`: the host getter runs
+    /// IDNA through ICU, which costs megabytes for nothing on an ASCII host.
+    static func host(of url: String, includingPort: Bool = false) -> String {
+        guard let components = URLComponents(string: url), let range = components.rangeOfHost else { return url }
+        let port = includingPort ? components.port.map { ":\($0)" } ?? "" : ""
+        return url[range].lowercased() + port
     }
 }

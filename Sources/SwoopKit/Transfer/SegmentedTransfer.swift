@@ -204,7 +204,7 @@ final class SegmentedTransfer: Sendable {
                 guard case .retry(let delay, _, _) = decision else {
                     // A source that keeps failing loses its segments to the others while any is left;
                     // a local failure (the disk) is no source's.
-                    if Transfer.isSourceFailure(swoopError), drop(sourceIndex, because: swoopError.message) {
+                    if ErrorClassifier.isSourceFailure(swoopError), drop(sourceIndex, because: swoopError.message) {
                         retries = Retries(policy: context.configuration.retry)
                         continue
                     }

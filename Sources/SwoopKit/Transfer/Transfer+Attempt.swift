@@ -35,7 +35,7 @@ extension Transfer {
                 let decision = retries.decide(after: swoopError, progressed: furthest > furthestBefore, jitter: Double.random(in: 0..<1))
                 guard case .retry(let delay, let attempt, let most) = decision else {
                     // A URL that fails for good gives way to a mirror while any is left.
-                    if Self.isSourceFailure(swoopError), !spareSources.isEmpty {
+                    if ErrorClassifier.isSourceFailure(swoopError), !spareSources.isEmpty {
                         let next = spareSources.removeFirst()
                         emit(.notice(snapshot(), "dropping \(url.absoluteString): \(swoopError.message); trying mirror \(next.absoluteString)"))
                         url = next
@@ -63,12 +63,6 @@ extension Transfer {
         guard let total, total == record.totalBytes else { return false }
         if let etag = record.etag, !etag.hasPrefix("W/") { return head.etag == etag }
         return record.lastModified != nil && head.lastModified == record.lastModified
-    }
-
-    /// Whether an error is the source's (it cannot be reached, refuses, or answers with an error
-    /// status), so another source of the same file may do better.
-    static func isSourceFailure(_ error: SwoopError) -> Bool {
-        [.network, .timeout, .tls, .httpStatus, .redirect].contains(error.code)
     }
 
     /// An error message without the URL the board's line already names: "cannot connect to URL:
