@@ -270,33 +270,33 @@ final class SegmentedTransfer: Sendable {
             url, headers: headers, configuration: context.configuration, logger: context.logger,
             slow: context.throttle.isSlow
         )
-        let head = ResponseHead(response)
+        let mustShowETag = index > 0 ? context.mirrorsNeedETag : context.urlMustShowETag
         do {
-            // A segment is always asked as a range: a 200 is a server that ignores ranges or, under
-            // If-Range, another file. A source that must prove the file shows the same strong ETag
-            // and the length.
-            guard head.status == 206 || !(200..<300).contains(Int(head.status)) else {
-                await response.body.drain()
-                if let etag = saved.strongETag, let other = head.etag, other != etag {
-                    throw SegmentRestart(reason: "the file changed on the server (ETag \(etag) → \(other))")
-                }
-                throw SegmentRestart(reason: "the server sent the whole file (\(head.status)) instead of the range")
-            }
-            if head.status == 206, index > 0 ? context.mirrorsNeedETag : context.urlMustShowETag,
-                let etag = context.saved.strongETag, head.etag != etag
-            {
-                await response.body.drain()
-                throw SegmentRestart(reason: "the file changed on the server (ETag \(etag) → \(head.etag ?? "none"))")
-            }
-            return try await check(response, head: head, segment: segment, saved: saved, url: url)
+            return try await check(response, segment: segment, saved: saved, url: url, mustShowETag: mustShowETag)
         } catch let restart as SegmentRestart where index > 0 {
             throw MirrorRefused(reason: restart.reason.replacingOccurrences(of: "the file changed on the server", with: "it serves another file"))
         }
     }
 
+    /// The body of an answer that continues the segment, or the restart (or status error) it means.
+    /// A segment is always asked as a range: a 2xx other than 206 is a server that ignores ranges
+    /// or, under If-Range, another file. A source that must prove the file (`mustShowETag`) shows
+    /// the download's strong ETag.
     private func check(
-        _ response: HTTPClientResponse, head: ResponseHead, segment: Segment, saved: SavedRepresentation, url: URL
+        _ response: HTTPClientResponse, segment: Segment, saved: SavedRepresentation, url: URL, mustShowETag: Bool
     ) async throws -> HTTPClientResponse.Body {
+        let head = ResponseHead(response)
+        if head.status != 206, (200..<300).contains(head.status) {
+            await response.body.drain()
+            if let etag = saved.strongETag, let other = head.etag, other != etag {
+                throw SegmentRestart(reason: "the file changed on the server (ETag \(etag) → \(other))")
+            }
+            throw SegmentRestart(reason: "the server sent the whole file (\(head.status)) instead of the range")
+        }
+        if head.status == 206, mustShowETag, let etag = context.saved.strongETag, head.etag != etag {
+            await response.body.drain()
+            throw SegmentRestart(reason: "the file changed on the server (ETag \(etag) → \(head.etag ?? "none"))")
+        }
         switch ResumeDecision.decide(head, saved: saved) {
         case .write(let offset, let total, let restartReason) where offset == segment.next && restartReason == nil:
             guard total == context.saved.totalBytes else {
