@@ -110,20 +110,19 @@ struct GetCommand: AsyncParsableCommand {
         let settings = try transfer.settings()
         // Not given: a known download keeps its stored policy, a new one renames.
         let collisionPolicy: CollisionPolicy? = overwrite ? .overwrite : (noClobber ? .fail : nil)
-        var entries = urls.map { URLList.Entry(url: $0, fileName: nil, line: 0, mirrors: mirrors) }
-        if let inputFile { entries += try Self.readList(inputFile) }
-        // A Metalink's files, each with its mirrors and its strongest hash.
-        var hashes: [Int: Checksum] = [:]
+        // Each entry with its checksum: --checksum's for the command line's one URL, a Metalink
+        // file's strongest hash for each of its files.
+        var entries = urls.map { (entry: URLList.Entry(url: $0, fileName: nil, line: 0, mirrors: mirrors), checksum: checksum) }
+        if let inputFile { entries += try Self.readList(inputFile).map { ($0, nil) } }
         if let metalink {
-            for file in try Self.readMetalink(metalink) {
-                if let hash = file.checksum { hashes[entries.count] = hash }
-                entries.append(URLList.Entry(url: file.urls[0], fileName: file.name, line: 0, mirrors: Array(file.urls.dropFirst())))
+            entries += try Self.readMetalink(metalink).map { file in
+                (URLList.Entry(url: file.urls[0], fileName: file.name, line: 0, mirrors: Array(file.urls.dropFirst())), file.checksum)
             }
         }
         // Resolved once (the current directory and its symlinks), not once per URL of a long list.
         let base = DownloadRequest.absolute(self.directory)
         var badLines: [SwoopError] = []
-        let requests: [DownloadRequest] = try entries.enumerated().compactMap { index, entry in
+        let requests: [DownloadRequest] = try entries.compactMap { entry, checksum in
             var directory = base
             var fileName = entry.fileName
             if let output {
@@ -141,7 +140,7 @@ struct GetCommand: AsyncParsableCommand {
                 badLines.append(SwoopError(error.code, "\(inputFile ?? "-"):\(entry.line): \(error.message)"))
                 return nil
             }
-            request.checksum = hashes[index] ?? checksum
+            request.checksum = checksum
             request.headers = headers
             request.priority = priority
             request.collisionPolicy = collisionPolicy
