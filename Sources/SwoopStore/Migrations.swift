@@ -108,6 +108,17 @@ extension SQLiteDownloadStore {
                 t.add(column: "mirrors", .text).notNull().defaults(to: "[]")
             }
         }
+        migrator.registerMigration("v6: aria2-style ids") { db in
+            // Ids become GIDs (16 hex digits of a random non-zero 64-bit value), as aria2's clients
+            // expect; a download made before keeps everything but its id. Posted controls follow.
+            var taken = Set(try String.fetchAll(db, sql: "SELECT id FROM download").filter(Download.ID.isGID))
+            for old in try String.fetchAll(db, sql: "SELECT id FROM download") where !Download.ID.isGID(old) {
+                var gid = Download.ID.make().rawValue
+                while !taken.insert(gid).inserted { gid = Download.ID.make().rawValue }
+                try db.execute(sql: "UPDATE download SET id = ? WHERE id = ?", arguments: [gid, old])
+                try db.execute(sql: "UPDATE control SET id = ? WHERE id = ?", arguments: [gid, old])
+            }
+        }
         return migrator
     }
 }

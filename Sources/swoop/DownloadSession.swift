@@ -274,17 +274,12 @@ enum JSONOutput {
 
 /// Finds downloads by id or unique id prefix, as `git` finds commits.
 enum DownloadLookup {
+    /// The download `text` names (its id or a unique prefix), with the CLI's advice when none does.
     static func resolve(_ text: String, in downloads: [Download]) throws -> Download.ID {
-        let needle = text.lowercased()
-        if let exact = downloads.first(where: { $0.id.rawValue == needle }) { return exact.id }
-        guard needle.count >= 4 else {
-            throw SwoopError(.invalidArgument, "download id '\(text)' is too short: give at least 4 characters")
-        }
-        let matches = downloads.filter { $0.id.rawValue.hasPrefix(needle) }
-        switch matches.count {
-        case 1: return matches[0].id
-        case 0: throw SwoopError(.notFound, "no download with id \(text) (see `swoop ls`)")
-        default: throw SwoopError(.invalidArgument, "download id \(text) is ambiguous: it matches \(matches.count) downloads")
+        do {
+            return try Download.ID.resolve(text, among: downloads.map(\.id))
+        } catch let error as SwoopError where error.code == .notFound {
+            throw SwoopError(.notFound, error.message + " (see `swoop ls`)")
         }
     }
 }

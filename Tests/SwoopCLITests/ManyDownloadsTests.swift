@@ -95,7 +95,7 @@ struct ManyDownloadsTests: CLISuite {
         let objects = result.stdoutLines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(objects.count == 2)
         #expect(Set(objects.compactMap { $0["destination"] as? String }) == [out + "/f000.bin", out + "/second.bin"])
-        #expect(objects.allSatisfy { $0["state"] as? String == "completed" && ($0["id"] as? String)?.count == 36 })
+        #expect(objects.allSatisfy { $0["state"] as? String == "completed" && (($0["id"] as? String).map { $0.utf8.count == 16 && UInt64($0, radix: 16) != nil } ?? false) })
         #expect(sha256Hex(file: out + "/second.bin") == sha256Hex(bodies["f001.bin"]!))
     }
 

@@ -33,21 +33,4 @@ struct FastPathTests {
         #expect(DownloadRequest.isCleanAbsolute(path) == clean)
         if clean { #expect(DownloadRequest.absolute(path) == (path as NSString).standardizingPath) }
     }
-
-    @Test func idsAreLowerCaseVersion4UUIDsAndDistinct() {
-        var seen = Set<String>()
-        for _ in 0..<10_000 {
-            let id = Download.ID.make().rawValue
-            #expect(id.count == 36)
-            #expect(id == id.lowercased())
-            let uuid = UUID(uuidString: id)
-            #expect(uuid != nil)
-            let parts = id.split(separator: "-").map(\.count)
-            #expect(parts == [8, 4, 4, 4, 12])
-            #expect(Array(id)[14] == "4")
-            #expect("89ab".contains(Array(id)[19]))
-            seen.insert(id)
-        }
-        #expect(seen.count == 10_000)
-    }
 }

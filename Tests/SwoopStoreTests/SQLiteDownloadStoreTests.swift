@@ -227,7 +227,10 @@ struct SQLiteDownloadStoreTests {
             }
         }
         let store = try SQLiteDownloadStore(path: path)
-        let old = try #require(try store.record(id: Download.ID("old-1")))
+        // The id became a GID (v6); everything else is kept.
+        #expect(try store.record(id: Download.ID("old-1")) == nil)
+        let old = try #require(try store.find(url: "http://127.0.0.1/o.bin", directory: "/tmp/x", requestedName: ""))
+        #expect(Download.ID.isGID(old.id.rawValue))
         #expect(old.state == .paused)
         #expect((old.committedBytes, old.syncedBytes, old.totalBytes) == (400, 300, 1000))
         #expect(old.headers == [HTTPHeaderField(name: "X-A", value: "1")])
@@ -253,6 +256,33 @@ struct SQLiteDownloadStoreTests {
         #expect(try reopened.controls() == [pause])
         let indexes = try DatabaseQueue(path: path).read { db in try db.indexes(on: "download").map(\.name) }
         #expect(Set(indexes).isSuperset(of: ["download_queue", "download_file"]))
+    }
+
+    @Test func aVersionFiveDatabaseGetsGIDsAndItsControlsFollow() throws {
+        let path = directory + "/v5.sqlite"
+        let kept = Download.ID.make()
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteDownloadStore.migrator.migrate(queue, upTo: "v5: mirrors")
+            try queue.write { db in
+                for (id, url) in [("7c9e6679-7425-40de-944b-e07fc1f90ae7", "http://127.0.0.1/a"), (kept.rawValue, "http://127.0.0.1/b")] {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO download (id, url, directory, requestedName, state, committedBytes, syncedBytes, bootID,
+                            createdAt, updatedAt) VALUES (?, ?, '/tmp/x', '', 'waiting', 0, 0, 'b', 1, 2)
+                            """, arguments: [id, url])
+                }
+                try db.execute(
+                    sql: "INSERT INTO control (token, id, request, postedAt) VALUES ('t1', '7c9e6679-7425-40de-944b-e07fc1f90ae7', 'pause', 3)")
+            }
+        }
+        let store = try SQLiteDownloadStore(path: path)
+        let records = try store.all()
+        #expect(records.count == 2)
+        #expect(records.allSatisfy { Download.ID.isGID($0.id.rawValue) })
+        let moved = try #require(records.first { $0.url == "http://127.0.0.1/a" })
+        #expect(records.first { $0.url == "http://127.0.0.1/b" }?.id == kept)
+        #expect(try store.controls().map(\.id) == [moved.id])
     }
 }
 

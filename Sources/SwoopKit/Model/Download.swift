@@ -4,28 +4,35 @@ import Foundation
 public struct Download: Sendable, Codable, Hashable, Identifiable {
     /// A stable identifier, kept in the store across restarts.
     public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
-        /// The identifier's text (a UUID).
+        /// The identifier's text: an aria2-style GID, 16 lower-case hex digits.
         public var rawValue: String
         /// Wraps an identifier's text.
         public init(_ rawValue: String) { self.rawValue = rawValue }
-        /// A new random identifier.
-        /// A random (version 4) UUID in lower case, made without Foundation's `UUID`, which formats
-        /// in upper case and costs a second string to lower it.
+        /// A new random identifier: a random non-zero 64-bit value as 16 lower-case hex digits,
+        /// as aria2 makes its GIDs (its clients show and send them as they are).
         public static func make() -> ID {
             var generator = SystemRandomNumberGenerator()
-            var bytes = (0..<2).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
-            bytes[6] = (bytes[6] & 0x0F) | 0x40
-            bytes[8] = (bytes[8] & 0x3F) | 0x80
-            let hex = Array("0123456789abcdef".utf8)
-            var text: [UInt8] = []
-            text.reserveCapacity(36)
-            for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-                text.append(hex[Int(byte >> 4)])
-                text.append(hex[Int(byte & 0x0F)])
-            }
-            return ID(String(decoding: text, as: UTF8.self))
+            var value: UInt64 = 0
+            while value == 0 { value = generator.next() }
+            return ID(gid: value)
         }
+
+        /// The identifier of a 64-bit value, as 16 lower-case hex digits.
+        public init(gid value: UInt64) {
+            let hex = String(value, radix: 16)
+            self.rawValue = String(repeating: "0", count: 16 - hex.count) + hex
+        }
+
+        /// Whether `text` is a whole identifier: 16 hex digits, not all zero.
+        public static func isGID(_ text: String) -> Bool {
+            text.utf8.count == 16 && isHex(text) && UInt64(text, radix: 16) != 0
+        }
+
+        /// Whether every character of `text` is an ASCII hex digit.
+        static func isHex(_ text: String) -> Bool {
+            text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0 | 0x20) }
+        }
+
         public var description: String { rawValue }
 
         /// Decodes from a plain string.
