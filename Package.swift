@@ -41,6 +41,13 @@ let package = Package(
             ]
         ),
         .target(
+            name: "SwoopRPC",
+            dependencies: [
+                "SwoopKit",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .target(
             name: "SwoopConsole",
             dependencies: [
                 "SwoopKit",
@@ -77,6 +84,7 @@ let package = Package(
         ),
         .testTarget(name: "SwoopStoreTests", dependencies: ["SwoopStore", "SwoopKit"]),
         .testTarget(name: "SwoopConsoleTests", dependencies: ["SwoopConsole", "SwoopKit"]),
+        .testTarget(name: "SwoopRPCTests", dependencies: ["SwoopRPC", "SwoopKit", "SwoopTesting"]),
         .testTarget(name: "SwoopCLITests", dependencies: ["swoop", "SwoopKit", "SwoopTesting"]),
     ]
 )

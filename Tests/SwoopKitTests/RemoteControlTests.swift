@@ -57,7 +57,7 @@ struct RemoteControlTests {
         #expect(try store.record(id: id)?.state == .completed)
         // A completed download has no rate to limit.
         let done = await #expect(throws: SwoopError.self) { try await other.manager.setRateLimit(id, bytesPerSecond: 1000) }
-        #expect(done?.message == "the download is completed: there is nothing to limit")
+        #expect(done?.message == "the download is completed: there is nothing to change")
         await owner.stop()
         await other.stop()
     }

@@ -22,6 +22,8 @@ final class HTTPClientPool: Sendable {
         var slow: Bool
         /// A download's own timeouts (AsyncHTTPClient sets them per client).
         var timeouts: Configuration.Timeouts
+        /// Whether certificates go unchecked (a download's own `insecure`).
+        var insecure: Bool
     }
 
     private struct State {
@@ -45,15 +47,16 @@ final class HTTPClientPool: Sendable {
         )
         // Made now so that a bad TLS setting fails here, not on the first request.
         let direct = try HTTPClientFactory.make(configuration)
-        state = NIOLockedValueBox(State(clients: [Key(proxy: nil, slow: false, timeouts: configuration.timeouts): direct]))
+        let key = Key(proxy: nil, slow: false, timeouts: configuration.timeouts, insecure: configuration.tls.insecure)
+        state = NIOLockedValueBox(State(clients: [key: direct]))
     }
 
     /// The client for a URL (made on first use) and the proxy it goes through, if any.
     ///
     /// - Parameters:
     ///   - slow: For a download held under ``slowRate``: small socket reads.
-    ///   - settings: The configuration of the download, when its own settings change the proxy or
-    ///     the timeouts (``DownloadSettings``); `nil` uses the pool's.
+    ///   - settings: The configuration of the download, when its own settings change the proxy,
+    ///     the timeouts or certificate checks (``DownloadSettings``); `nil` uses the pool's.
     /// - Throws: `HTTPClientError.alreadyShutdown` after ``shutdown()``, as a shut-down client would;
     ///   ``SwoopError`` for a download's proxy setting that is not valid.
     func client(for url: URL, slow: Bool = false, settings: Configuration? = nil) throws -> (client: HTTPClient, proxy: ProxySettings?) {
@@ -61,12 +64,13 @@ final class HTTPClientPool: Sendable {
         let proxy = try settings.proxy == configuration.proxy
             ? selector.proxy(for: url)
             : ProxySelector(settings.proxy, environment: settings.proxy.environment ?? ProcessInfo.processInfo.environment).proxy(for: url)
-        let key = Key(proxy: proxy, slow: slow, timeouts: settings.timeouts)
+        let key = Key(proxy: proxy, slow: slow, timeouts: settings.timeouts, insecure: settings.tls.insecure)
         return try state.withLockedValue { state in
             guard !state.isShutDown else { throw HTTPClientError.alreadyShutdown }
             if let client = state.clients[key] { return (client, proxy) }
             var made = configuration
             made.timeouts = settings.timeouts
+            made.tls.insecure = settings.tls.insecure
             let client = try HTTPClientFactory.make(
                 made, proxy: proxy.map(Self.clientProxy), readSize: slow ? Self.slowReadSize : nil
             )

@@ -30,12 +30,27 @@ extension DownloadManager {
     ///   when another process runs it and does not answer (then nothing changed).
     public func setRateLimit(_ id: Download.ID, bytesPerSecond: Int?) async throws {
         try RateLimits.validate(bytesPerSecond, "the rate limit of download \(id)")
+        var settings = DownloadSettings()
+        settings.bytesPerSecond = bytesPerSecond ?? 0
+        try await changeSettings(id, settings)
+    }
+
+    /// Lays `settings` over a download's stored settings (``DownloadSettings/overriding(with:)``)
+    /// and stores them. Its rate limit changes at once when it runs, here or in another process
+    /// (asked through the store, as ``pause(_:)`` does); the other settings apply from its next run.
+    ///
+    /// - Throws: ``SwoopError/Code/notFound`` for an unknown id; ``SwoopError/Code/invalidArgument``
+    ///   for a setting out of range or a download that is completed or removed;
+    ///   ``SwoopError/Code/inUse`` when another process runs it and does not answer (then nothing
+    ///   changed).
+    public func changeSettings(_ id: Download.ID, _ settings: DownloadSettings) async throws {
+        try settings.validate()
         var record = try existingRecord(id)
         guard record.state != .completed, record.state != .removed else {
-            throw SwoopError(.invalidArgument, "the download is \(record.state.rawValue): there is nothing to limit")
+            throw SwoopError(.invalidArgument, "the download is \(record.state.rawValue): there is nothing to change")
         }
         let before = record.settings
-        record.settings.bytesPerSecond = bytesPerSecond ?? 0
+        record.settings = before.overriding(with: settings)
         try store.update(settings: record.settings, id: id)
         // Running here: at once (its limiter is made when the run begins). Handed over and not
         // begun: it reads the stored settings when it begins.
@@ -51,4 +66,10 @@ extension DownloadManager {
             throw error
         }
     }
+
+    /// The limit of all downloads together, in bytes per second (`nil`: none).
+    public var overallRateLimit: Int? { rateLimits.overall.bytesPerSecond }
+
+    /// The limit of each download without one of its own (`nil`: none).
+    public var defaultRateLimit: Int? { rateLimits.defaultRate }
 }

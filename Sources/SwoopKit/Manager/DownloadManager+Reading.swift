@@ -30,3 +30,53 @@ extension DownloadManager {
         )
     }
 }
+
+/// A download's snapshot (live for a running one) with its stored record: what a daemon shows
+/// about it (its directory, mirrors, headers and settings besides its progress).
+public struct DownloadDetails: Sendable {
+    public var download: Download
+    public var record: DownloadRecord
+
+    public init(download: Download, record: DownloadRecord) {
+        self.download = download
+        self.record = record
+    }
+}
+
+extension DownloadManager {
+    /// One download's details.
+    ///
+    /// - Throws: ``SwoopError/Code/notFound`` for an unknown id.
+    public func details(id: Download.ID) throws -> DownloadDetails {
+        let record = try existingRecord(id)
+        return DownloadDetails(download: runs.snapshots()[id] ?? record.snapshot(), record: record)
+    }
+
+    /// The details of the downloads with these ids that exist, in the order given.
+    public func details(ids: [Download.ID]) throws -> [DownloadDetails] {
+        let current = runs.snapshots()
+        return try ids.compactMap { id in
+            guard let record = try store.record(id: id) else { return nil }
+            return DownloadDetails(download: current[id] ?? record.snapshot(), record: record)
+        }
+    }
+
+    /// The details of every download in the store in one of `states` (all when `nil`), in queue order.
+    public func details(matching states: Set<Download.State>?) throws -> [DownloadDetails] {
+        let current = runs.snapshots()
+        return try store.all().compactMap { record in
+            let download = current[record.id] ?? record.snapshot()
+            return states.map { $0.contains(download.state) } ?? true ? DownloadDetails(download: download, record: record) : nil
+        }
+    }
+
+    /// The ids of the downloads running in this manager now.
+    public func runningIDs() -> [Download.ID] {
+        Array(queue.active.keys)
+    }
+
+    /// The ids of this manager's waiting downloads, next to start first.
+    public func waitingIDs() -> [Download.ID] {
+        queue.waiting.map(\.id)
+    }
+}

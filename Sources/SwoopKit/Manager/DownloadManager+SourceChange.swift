@@ -43,6 +43,28 @@ extension DownloadManager {
         if wasRunning { try resume(id) }
     }
 
+    /// Replaces a download's mirrors (``DownloadRequest/mirrors``). A download running here is
+    /// paused for the change and resumed after it, so its segments spread over the new sources.
+    ///
+    /// - Throws: ``SwoopError/Code/invalidArgument`` for a bad URL or a completed or removed
+    ///   download; ``SwoopError/Code/inUse`` when another process is transferring it;
+    ///   ``SwoopError/Code/notFound`` for an unknown id.
+    public func setMirrors(_ id: Download.ID, _ mirrors: [String]) async throws {
+        let urls = try mirrors.map { try DownloadRequest.validate($0).absoluteString }
+        let wasRunning = runs.isRunning(id)
+        if wasRunning { try await pause(id) }
+        _ = try withDownloadLock(id) { record in
+            guard record.state != .completed, record.state != .removed else {
+                throw SwoopError(.invalidArgument, "the download is \(record.state.rawValue): its sources cannot change")
+            }
+            guard record.mirrors != urls else { return }
+            record.mirrors = urls
+            record.updatedAt = Date()
+            try store.save(record)
+        }
+        if wasRunning { try resume(id) }
+    }
+
     /// The unfinished download of another URL that `request` would write to the same file, moved
     /// to the request's URL (under that download's lock, so no process starts it meanwhile), or
     /// `nil` when there is none free to take: one this manager queues or runs, one of this batch

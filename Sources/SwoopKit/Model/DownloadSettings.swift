@@ -30,6 +30,9 @@ public struct DownloadSettings: Sendable, Codable, Hashable {
     public var noProxy: String?
     /// Whether the `*_proxy` environment variables are read; see ``Configuration/Proxy/useEnvironment``.
     public var useProxyEnvironment: Bool?
+    /// Whether TLS certificates go unchecked (aria2's `check-certificate=false`); see
+    /// ``Configuration/TLS/insecure``.
+    public var insecure: Bool?
 
     /// No settings of its own: everything follows the manager's configuration.
     public init() {}
@@ -50,6 +53,7 @@ public struct DownloadSettings: Sendable, Codable, Hashable {
         result.proxy = newer.proxy ?? proxy
         result.noProxy = newer.noProxy ?? noProxy
         result.useProxyEnvironment = newer.useProxyEnvironment ?? useProxyEnvironment
+        result.insecure = newer.insecure ?? insecure
         return result
     }
 
@@ -65,6 +69,7 @@ public struct DownloadSettings: Sendable, Codable, Hashable {
         if let proxy { result.proxy.url = proxy }
         if let noProxy { result.proxy.noProxy = noProxy }
         if let useProxyEnvironment { result.proxy.useEnvironment = useProxyEnvironment }
+        if let insecure { result.tls.insecure = insecure }
         return result
     }
 

@@ -32,6 +32,11 @@ final class RateLimits: Sendable {
         state = NIOLockedValueBox(State(defaultRate: limits.perDownloadBytesPerSecond))
     }
 
+    /// The default rate of a download without one of its own.
+    var defaultRate: Int? {
+        state.withLockedValue { $0.defaultRate }
+    }
+
     /// Changes the limit of all downloads together.
     func setOverall(_ rate: Int?) throws {
         try Self.validate(rate, "the overall rate limit")

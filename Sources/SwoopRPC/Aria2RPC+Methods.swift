@@ -1,0 +1,139 @@
+import Foundation
+import SwoopKit
+
+extension Aria2RPC {
+    /// Every method, as `system.listMethods` lists them.
+    public static let methods: [String] = [
+        "aria2.addUri", "aria2.addTorrent", "aria2.getPeers", "aria2.addMetalink", "aria2.remove", "aria2.pause",
+        "aria2.forcePause", "aria2.pauseAll", "aria2.forcePauseAll", "aria2.unpause", "aria2.unpauseAll",
+        "aria2.forceRemove", "aria2.changePosition", "aria2.tellStatus", "aria2.getUris", "aria2.getFiles",
+        "aria2.getServers", "aria2.tellActive", "aria2.tellWaiting", "aria2.tellStopped", "aria2.getOption",
+        "aria2.changeUri", "aria2.changeOption", "aria2.getGlobalOption", "aria2.changeGlobalOption",
+        "aria2.purgeDownloadResult", "aria2.removeDownloadResult", "aria2.getVersion", "aria2.getSessionInfo",
+        "aria2.shutdown", "aria2.forceShutdown", "aria2.getGlobalStat", "aria2.saveSession", "system.multicall",
+        "system.listMethods", "system.listNotifications",
+    ]
+
+    func perform(_ method: String, _ p: Parameters) async throws -> JSONValue {
+        switch method {
+        case "aria2.addUri": return try await addUri(p)
+        case "aria2.addTorrent", "aria2.getPeers":
+            throw RPCError.method("BitTorrent is not supported: Swoop downloads over HTTP and HTTPS")
+        case "aria2.addMetalink":
+            throw RPCError.method("addMetalink is not supported over RPC: add the Metalink file's URLs with addUri (or `swoop get --metalink`)")
+        case "aria2.remove", "aria2.forceRemove": return try await remove(p)
+        case "aria2.pause", "aria2.forcePause": return try await pause(p)
+        case "aria2.pauseAll", "aria2.forcePauseAll":
+            await manager.pauseAll()
+            return .string("OK")
+        case "aria2.unpause": return try await unpause(p)
+        case "aria2.unpauseAll":
+            try await manager.resumeAll(states: [.paused, .interrupted])
+            return .string("OK")
+        case "aria2.changePosition": return try await changePosition(p)
+        case "aria2.tellStatus": return try await status(p).json(keys: try p.keys(1))
+        case "aria2.getUris": return try await status(p).uris
+        case "aria2.getFiles": return try await status(p).files
+        case "aria2.getServers": return try await servers(p)
+        case "aria2.tellActive": return try await tellActive(p)
+        case "aria2.tellWaiting": return try await tellWaiting(p)
+        case "aria2.tellStopped": return try await tellStopped(p)
+        case "aria2.getOption": return try await option(p)
+        case "aria2.changeUri": return try await changeUri(p)
+        case "aria2.changeOption": return try await changeOption(p)
+        case "aria2.getGlobalOption": return await globalOption()
+        case "aria2.changeGlobalOption": return try await changeGlobalOption(p)
+        case "aria2.getGlobalStat": return try await globalStat()
+        case "aria2.purgeDownloadResult": return try await purge()
+        case "aria2.removeDownloadResult": return try await removeResult(p)
+        case "aria2.getVersion":
+            return .object([
+                "version": .string(Self.aria2Version),
+                "enabledFeatures": .array(["HTTPS", "Metalink", "Checksum"].map { .string($0) }),
+                "swoopVersion": .string(Swoop.version),
+            ])
+        case "aria2.getSessionInfo": return .object(["sessionId": .string(sessionID)])
+        case "aria2.shutdown", "aria2.forceShutdown":
+            shutdown(method == "aria2.forceShutdown")
+            return .string("OK")
+        case "aria2.saveSession":
+            // Every change is in the store already.
+            return .string("OK")
+        default:
+            throw RPCError.methodNotFound
+        }
+    }
+
+    // MARK: - Adding and stopping
+
+    func addUri(_ p: Parameters) async throws -> JSONValue {
+        let uris = try p.strings(0, "uris")
+        guard let url = uris.first else { throw RPCError.method("uris must name at least one URL") }
+        let options = try Aria2Options(try p.options(1))
+        let position = try p.optionalInteger(2, "position")
+        if let position, position < 0 { throw RPCError.method("position must be 0 or more (got \(position))") }
+        let (directory, fileName) = try settings.roots.place(dir: options.dir, out: options.out)
+        var request = try DownloadRequest(url: url, directory: directory, fileName: fileName)
+        request.mirrors = try uris.dropFirst().map { try DownloadRequest.validate($0) }
+        request.headers = options.headers
+        request.checksum = options.checksum
+        request.collisionPolicy = options.collisionPolicy
+        request.settings = options.settings
+        let id = try await manager.add(request)
+        if options.pause {
+            try await manager.pause(id)
+        } else if let position {
+            // Past the end: appended, where it already is. Started at once: nothing to move.
+            let waiting = await manager.waitingIDs()
+            if waiting.contains(id), position < waiting.count - 1 { try await manager.move(id, to: position) }
+        }
+        return .string(id.rawValue)
+    }
+
+    func remove(_ p: Parameters) async throws -> JSONValue {
+        let id = try await p.gid(0, among: try await self.allIDs())
+        let download = try await manager.download(id: id)
+        guard !Aria2Status.isStopped(download.state) else {
+            throw RPCError.method("download \(id) is \(Aria2Status.status(download.state)): there is nothing to remove")
+        }
+        try await manager.cancel(id)
+        return .string(id.rawValue)
+    }
+
+    func pause(_ p: Parameters) async throws -> JSONValue {
+        let id = try await p.gid(0, among: try await self.allIDs())
+        let state = try await manager.download(id: id).state
+        guard state == .waiting || state == .active else {
+            throw RPCError.method("download \(id) is \(Aria2Status.status(state)): only an active or waiting one can be paused")
+        }
+        try await manager.pause(id)
+        return .string(id.rawValue)
+    }
+
+    func unpause(_ p: Parameters) async throws -> JSONValue {
+        let id = try await p.gid(0, among: try await self.allIDs())
+        let state = try await manager.download(id: id).state
+        guard state == .paused || state == .interrupted else {
+            throw RPCError.method("download \(id) is \(Aria2Status.status(state)): only a paused one can be unpaused")
+        }
+        try await manager.resume(id)
+        return .string(id.rawValue)
+    }
+
+    func changePosition(_ p: Parameters) async throws -> JSONValue {
+        let id = try await p.gid(0, among: try await self.allIDs())
+        let pos = try p.integer(1, "pos")
+        let how = try p.string(2, "how")
+        let waiting = await manager.waitingIDs()
+        guard let current = waiting.firstIndex(of: id) else {
+            throw RPCError.method("download \(id) is not waiting: only a waiting download has a place in the queue")
+        }
+        let target = try Aria2Paging.position(current: current, count: waiting.count, pos: pos, how: how)
+        if target != current { try await manager.move(id, to: target) }
+        return .integer(Int64(target))
+    }
+
+    func allIDs() async throws -> [Download.ID] {
+        try await manager.downloads().map(\.id)
+    }
+}

@@ -1,0 +1,205 @@
+import Foundation
+import SwoopKit
+
+extension Aria2RPC {
+    func status(_ details: DownloadDetails) -> Aria2Status {
+        Aria2Status(download: details.download, record: details.record, errorCode: errorCode(details.download.id))
+    }
+
+    func status(_ p: Parameters) async throws -> Aria2Status {
+        let id = try await p.gid(0, among: try await self.allIDs())
+        do {
+            return status(try await manager.details(id: id))
+        } catch let error as SwoopError where error.code == .notFound {
+            throw RPCError.method("No such download for GID#\(id)")
+        }
+    }
+
+    func servers(_ p: Parameters) async throws -> JSONValue {
+        let status = try await status(p)
+        guard status.download.state == .active else {
+            throw RPCError.method("No active download for GID#\(status.download.id)")
+        }
+        let speed = JSONValue.decimal(Int(status.download.bytesPerSecond.rounded()))
+        let server = JSONValue.object(["uri": .string(status.download.url), "currentUri": .string(status.download.url), "downloadSpeed": speed])
+        return .array([.object(["index": .string("1"), "servers": .array([server])])])
+    }
+
+    func tellActive(_ p: Parameters) async throws -> JSONValue {
+        let keys = try p.keys(0)
+        let active = try await manager.details(ids: await manager.runningIDs()).filter { $0.download.state == .active }
+        return .array(active.map { status($0).json(keys: keys) })
+    }
+
+    /// aria2's waiting list: the queue in start order, then the paused downloads.
+    func waitingList() async throws -> [DownloadDetails] {
+        let queued = try await manager.details(ids: await manager.waitingIDs())
+        let seen = Set(queued.map(\.download.id))
+        let paused = try await manager.details(matching: [.paused, .interrupted]).filter { !seen.contains($0.download.id) }
+        return queued + paused
+    }
+
+    /// aria2's stopped list: completed, failed and removed downloads, in the order they stopped.
+    func stoppedList() async throws -> [DownloadDetails] {
+        try await manager.details(matching: [.completed, .failed, .removed]).sorted { $0.record.updatedAt < $1.record.updatedAt }
+    }
+
+    func tellWaiting(_ p: Parameters) async throws -> JSONValue {
+        try await page(of: try await waitingList(), p)
+    }
+
+    func tellStopped(_ p: Parameters) async throws -> JSONValue {
+        try await page(of: try await stoppedList(), p)
+    }
+
+    func page(of list: [DownloadDetails], _ p: Parameters) async throws -> JSONValue {
+        let offset = try p.integer(0, "offset")
+        let num = try p.integer(1, "num")
+        let keys = try p.keys(2)
+        return .array(Aria2Paging.indices(count: list.count, offset: offset, num: num).map { status(list[$0]).json(keys: keys) })
+    }
+
+    // MARK: - Options
+
+    func option(_ p: Parameters) async throws -> JSONValue {
+        let status = try await status(p)
+        let record = status.record
+        let configuration = record.settings.applied(to: manager.configuration)
+        var options: [String: JSONValue] = [
+            "dir": .string(record.directory),
+            "split": .decimal(configuration.segments.maxConnections),
+            "max-connection-per-server": .decimal(configuration.segments.maxConnections),
+            "min-split-size": .decimal(configuration.segments.minSplitSize),
+            "max-tries": .decimal(configuration.retry.maxRetries + 1),
+            "retry-wait": .decimal(Int(configuration.retry.baseDelay.components.seconds)),
+            "timeout": .decimal(Int(configuration.timeouts.idle.components.seconds)),
+            "connect-timeout": .decimal(Int(configuration.timeouts.connect.components.seconds)),
+            "check-certificate": .string(configuration.tls.insecure ? "false" : "true"),
+            "allow-overwrite": .string(record.collisionPolicy == .overwrite ? "true" : "false"),
+            "auto-file-renaming": .string(record.collisionPolicy == .rename ? "true" : "false"),
+            "max-download-limit": .decimal(record.settings.bytesPerSecond ?? 0),
+        ]
+        if let name = record.fileName ?? (record.requestedName.isEmpty ? nil : record.requestedName) { options["out"] = .string(name) }
+        if !record.headers.isEmpty { options["header"] = .array(record.headers.map { .string("\($0.name): \($0.value)") }) }
+        if let checksum = record.checksum { options["checksum"] = .string(checksum) }
+        if let proxy = record.settings.proxy { options["all-proxy"] = .string(proxy) }
+        return .object(options)
+    }
+
+    /// Changes a download's settings: its rate limit at once, the rest from its next run. The
+    /// options only a new download can take (dir, out, header, checksum, pause) are refused by name.
+    func changeOption(_ p: Parameters) async throws -> JSONValue {
+        let id = try await p.gid(0, among: try await self.allIDs())
+        let given = try p.options(1)
+        for name in ["dir", "out", "header", "checksum", "pause", "user-agent", "allow-overwrite", "auto-file-renaming"]
+        where given[name] != nil {
+            throw RPCError.method("\(name) cannot be changed after a download is added")
+        }
+        let options = try Aria2Options(given)
+        try await manager.changeSettings(id, options.settings)
+        return .string("OK")
+    }
+
+    /// Replaces URIs of the download's one file: `delUris` removed (each once), `addUris` put at
+    /// `position` (default: the end). When the first URI changes, the download moves to the new
+    /// one: its bytes are kept when the new URL proves the same file, else it starts over (and says
+    /// why). Returns `[deleted, added]`.
+    func changeUri(_ p: Parameters) async throws -> JSONValue {
+        let id = try await p.gid(0, among: try await self.allIDs())
+        let fileIndex = try p.integer(1, "fileIndex")
+        guard fileIndex == 1 else { throw RPCError.method("fileIndex must be 1: an HTTP download has one file") }
+        let removing = try p.strings(2, "delUris")
+        let adding = try p.strings(3, "addUris")
+        let position = try p.optionalInteger(4, "position")
+        let record = try await manager.details(id: id).record
+        var uris = [record.url] + record.mirrors
+        var deleted = 0
+        for uri in removing {
+            if let index = uris.firstIndex(of: uri) {
+                uris.remove(at: index)
+                deleted += 1
+            }
+        }
+        let at = min(max(position ?? uris.count, 0), uris.count)
+        uris.insert(contentsOf: adding, at: at)
+        guard let first = uris.first else { throw RPCError.method("a download needs at least one URI") }
+        if first != record.url { try await manager.changeURL(id, to: first) }
+        if Array(uris.dropFirst()) != record.mirrors { try await manager.setMirrors(id, Array(uris.dropFirst())) }
+        return .array([.integer(Int64(deleted)), .integer(Int64(adding.count))])
+    }
+
+    func globalOption() async -> JSONValue {
+        let configuration = manager.configuration
+        let stats = await manager.stats()
+        return .object([
+            "dir": .string(settings.roots.defaultDirectory),
+            "max-concurrent-downloads": .decimal(stats.maxConcurrentDownloads),
+            "max-overall-download-limit": .decimal(await manager.overallRateLimit ?? 0),
+            "max-download-limit": .decimal(await manager.defaultRateLimit ?? 0),
+            "split": .decimal(configuration.segments.maxConnections),
+            "max-connection-per-server": .decimal(configuration.segments.maxConnections),
+            "min-split-size": .decimal(configuration.segments.minSplitSize),
+            "max-tries": .decimal(configuration.retry.maxRetries + 1),
+            "timeout": .decimal(Int(configuration.timeouts.idle.components.seconds)),
+            "connect-timeout": .decimal(Int(configuration.timeouts.connect.components.seconds)),
+            "user-agent": .string(configuration.userAgent),
+        ])
+    }
+
+    /// The global options that change live: how many downloads run at once and the rate limits.
+    /// Others are refused by name.
+    func changeGlobalOption(_ p: Parameters) async throws -> JSONValue {
+        let options = try p.options(0)
+        let live: Set = ["max-concurrent-downloads", "max-overall-download-limit", "max-download-limit"]
+        if let other = options.keys.sorted().first(where: { !live.contains($0) && options[$0]?.string != nil }) {
+            throw RPCError.method("\(other) cannot be changed while the daemon runs (only \(live.sorted().joined(separator: ", ")))")
+        }
+        if let text = options["max-concurrent-downloads"]?.string {
+            try await manager.setMaxConcurrentDownloads(try Aria2Options.count(text, option: "max-concurrent-downloads", in: 1...1000))
+        }
+        if let text = options["max-overall-download-limit"]?.string {
+            let rate = try Aria2Options.size(text, option: "max-overall-download-limit")
+            try await manager.setOverallRateLimit(rate == 0 ? nil : rate)
+        }
+        if let text = options["max-download-limit"]?.string {
+            let rate = try Aria2Options.size(text, option: "max-download-limit")
+            try await manager.setDefaultRateLimit(rate == 0 ? nil : rate)
+        }
+        return .string("OK")
+    }
+
+    func globalStat() async throws -> JSONValue {
+        let stats = await manager.stats()
+        let all = try await manager.downloads()
+        let waiting = all.filter { [.waiting, .paused, .interrupted].contains($0.state) }.count
+        let stopped = all.filter { Aria2Status.isStopped($0.state) }.count
+        return .object([
+            "downloadSpeed": .decimal(Int(stats.bytesPerSecond.rounded())),
+            "uploadSpeed": .string("0"),
+            "numActive": .decimal(stats.active),
+            "numWaiting": .decimal(waiting),
+            "numStopped": .decimal(stopped),
+            "numStoppedTotal": .decimal(stopped),
+        ])
+    }
+
+    // MARK: - Forgetting stopped downloads
+
+    /// Forgets every completed, failed and removed download (their files stay).
+    func purge() async throws -> JSONValue {
+        for details in try await stoppedList() {
+            try await manager.remove(details.download.id)
+        }
+        return .string("OK")
+    }
+
+    func removeResult(_ p: Parameters) async throws -> JSONValue {
+        let id = try await p.gid(0, among: try await self.allIDs())
+        let state = try await manager.download(id: id).state
+        guard Aria2Status.isStopped(state) else {
+            throw RPCError.method("download \(id) is \(Aria2Status.status(state)): only a stopped download's result can be removed")
+        }
+        try await manager.remove(id)
+        return .string("OK")
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import NIOConcurrencyHelpers
+import SwoopKit
+
+/// aria2's JSON-RPC methods over a ``DownloadManager``: the same names, parameters, values and
+/// errors, so that aria2's clients (aria2p, AriaNg, scripts) drive Swoop unchanged. No transport
+/// here: the daemon hands it requests from HTTP and WebSocket alike.
+///
+/// Every call but `system.listMethods` and `system.listNotifications` carries the secret as its
+/// first parameter, `"token:SECRET"`, compared in constant time; `system.multicall` carries one
+/// per call.
+public final class Aria2RPC: Sendable {
+    /// What the daemon was started with.
+    public struct Settings: Sendable {
+        /// The RPC secret every call must carry.
+        public var secret: String
+        /// Where downloads may go.
+        public var roots: DownloadRoots
+        public init(secret: String, roots: DownloadRoots) {
+            self.secret = secret
+            self.roots = roots
+        }
+    }
+
+    /// The aria2 protocol version Swoop speaks (aria2's `getVersion` reports its own).
+    public static let aria2Version = "1.37.0"
+
+    public static let notifications = [
+        "aria2.onDownloadStart", "aria2.onDownloadPause", "aria2.onDownloadStop", "aria2.onDownloadComplete",
+        "aria2.onDownloadError", "aria2.onBtDownloadComplete",
+    ]
+
+    let manager: DownloadManager
+    let settings: Settings
+    let sessionID: String
+    /// Called by `shutdown` and `forceShutdown` after answering.
+    let shutdown: @Sendable (_ force: Bool) -> Void
+    /// The aria2 error code of each download that failed while this daemon ran (the store keeps
+    /// only the message).
+    private let errorCodes = NIOLockedValueBox([Download.ID: Int]())
+
+    public init(manager: DownloadManager, settings: Settings, shutdown: @escaping @Sendable (_ force: Bool) -> Void) {
+        self.manager = manager
+        self.settings = settings
+        self.sessionID = Download.ID.make().rawValue + Download.ID.make().rawValue
+        self.shutdown = shutdown
+    }
+
+    /// Notes what an event says that the store does not keep (a failure's code).
+    public func observe(_ event: DownloadEvent) {
+        if case .failed(let download, let error) = event {
+            errorCodes.withLockedValue { $0[download.id] = Aria2Status.errorCode(for: error) }
+        }
+    }
+
+    /// The notification aria2 sends for an event, if any.
+    public static func notification(for event: DownloadEvent) -> RPCNotification? {
+        let method: String
+        switch event {
+        case .started: method = "aria2.onDownloadStart"
+        case .paused: method = "aria2.onDownloadPause"
+        case .removed: method = "aria2.onDownloadStop"
+        case .completed, .alreadyComplete: method = "aria2.onDownloadComplete"
+        case .failed: method = "aria2.onDownloadError"
+        case .added, .progress, .notice: return nil
+        }
+        return RPCNotification(method: method, params: [.object(["gid": .string(event.download.id.rawValue)])])
+    }
+
+    // MARK: - Requests
+
+    /// The answer to a request: one response, or one per call of a batch (`nil` for a batch,
+    /// as JSON-RPC has no response to an empty one, which ``RPCRequest/parse(_:)`` refuses).
+    public func answer(_ request: RPCRequest) async -> [RPCResponse] {
+        switch request {
+        case .single(let call):
+            return [await answer(call)]
+        case .batch(let calls):
+            var responses: [RPCResponse] = []
+            for call in calls { responses.append(await answer(call)) }
+            return responses
+        }
+    }
+
+    func answer(_ call: Result<RPCCall, RPCError>) async -> RPCResponse {
+        switch call {
+        case .failure(let error): return RPCResponse(id: .null, result: .failure(error))
+        case .success(let call): return RPCResponse(id: call.id, result: await result(of: call))
+        }
+    }
+
+    /// One call's result, the secret checked first.
+    public func result(of call: RPCCall) async -> Result<JSONValue, RPCError> {
+        switch call.method {
+        case "system.listMethods":
+            return .success(.array(Self.methods.map { .string($0) }))
+        case "system.listNotifications":
+            return .success(.array(Self.notifications.map { .string($0) }))
+        case "system.multicall":
+            return await multicall(call.params)
+        default:
+            guard Self.methods.contains(call.method) else { return .failure(.methodNotFound) }
+            guard let token = call.params.first?.string, token.hasPrefix("token:"),
+                Self.constantTimeEqual(String(token.dropFirst(6)), settings.secret)
+            else { return .failure(.unauthorized) }
+            do {
+                return .success(try await perform(call.method, Parameters(Array(call.params.dropFirst()))))
+            } catch let error as RPCError {
+                return .failure(error)
+            } catch let error as SwoopError {
+                return .failure(.method(error.message))
+            } catch {
+                return .failure(.method("\(error)"))
+            }
+        }
+    }
+
+    /// `system.multicall([{methodName, params}, …])`: `[result]` for each call that succeeded, its
+    /// error object for each that failed.
+    func multicall(_ params: [JSONValue]) async -> Result<JSONValue, RPCError> {
+        guard let calls = params.first?.array else { return .failure(.method("system.multicall takes an array of calls")) }
+        var results: [JSONValue] = []
+        for value in calls {
+            guard let members = value.object, let method = members["methodName"]?.string else {
+                results.append(RPCError.method("each call needs a methodName").json)
+                continue
+            }
+            guard method != "system.multicall" else {
+                results.append(RPCError.method("system.multicall cannot be nested").json)
+                continue
+            }
+            switch await result(of: RPCCall(method: method, params: members["params"]?.array ?? [])) {
+            case .success(let value): results.append(.array([value]))
+            case .failure(let error): results.append(error.json)
+            }
+        }
+        return .success(.array(results))
+    }
+
+    /// Equal texts, in a time that depends only on their lengths.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let a = Array(a.utf8), b = Array(b.utf8)
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for index in 0..<max(a.count, b.count) {
+            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+        }
+        return difference == 0
+    }
+
+    func errorCode(_ id: Download.ID) -> Int? {
+        errorCodes.withLockedValue { $0[id] }
+    }
+}
