@@ -73,6 +73,8 @@ extension Aria2RPC {
         let position = try p.optionalInteger(2, "position")
         if let position, position < 0 { throw RPCError.method("position must be 0 or more (got \(position))") }
         let (directory, fileName) = try settings.roots.place(dir: options.dir, out: options.out)
+        // aria2 makes the directories a download goes into.
+        try FileSystem.createDirectories(directory, what: "directory", mode: 0o777)
         var request = try DownloadRequest(url: url, directory: directory, fileName: fileName)
         request.mirrors = try uris.dropFirst().map { try DownloadRequest.validate($0) }
         request.headers = options.headers

@@ -1,0 +1,148 @@
+import Foundation
+import SwoopKit
+import SwoopRPC
+import SwoopTesting
+import Testing
+
+@Suite("aria2 queue methods: positions, offsets, pause, remove, results", .timeLimit(.minutes(2)))
+struct Aria2QueueTests {
+    /// One slow download running (one at a time), and `count` more waiting behind it.
+    func queue(_ fixture: RPCFixture, count: Int) async throws -> (running: String, waiting: [String]) {
+        fixture.serve("/slow.bin", size: 4 << 20)
+        fixture.server.setDefault("/slow.bin", .throttle(bytesPerSecond: 64 << 10))
+        let running = try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/slow.bin"))]).string)
+        #expect(await fixture.waitFor(running, "active"))
+        var waiting: [String] = []
+        for index in 0..<count {
+            fixture.serve("/w\(index).bin", size: 1000, seed: UInt64(index + 2))
+            waiting.append(try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/w\(index).bin"))]).string))
+        }
+        return (running, waiting)
+    }
+
+    func gids(_ value: JSONValue) -> [String] {
+        (value.array ?? []).compactMap { $0.object?["gid"]?.string }
+    }
+
+    @Test func positionsAndOffsetsFollowAria2() async throws {
+        let fixture = try await RPCFixture.make(maxConcurrent: 1)
+        defer { Task { await fixture.stop() } }
+        let (running, w) = try await queue(fixture, count: 4)
+        #expect(gids(await fixture.value("aria2.tellActive")) == [running])
+        #expect(gids(await fixture.value("aria2.tellWaiting", 0, 100)) == w)
+        #expect(gids(await fixture.value("aria2.tellWaiting", 1, 2)) == [w[1], w[2]])
+        // A negative offset counts from the end, newest first.
+        #expect(gids(await fixture.value("aria2.tellWaiting", -1, 2)) == [w[3], w[2]])
+        #expect(gids(await fixture.value("aria2.tellWaiting", -1, 100)) == w.reversed())
+        #expect(gids(await fixture.value("aria2.tellWaiting", 9, 2)) == [])
+        // changePosition answers an integer, the place it ended in.
+        #expect(await fixture.value("aria2.changePosition", .string(w[3]), 0, "POS_SET") == .integer(0))
+        #expect(gids(await fixture.value("aria2.tellWaiting", 0, 100)) == [w[3], w[0], w[1], w[2]])
+        #expect(await fixture.value("aria2.changePosition", .string(w[3]), 2, "POS_CUR") == .integer(2))
+        #expect(gids(await fixture.value("aria2.tellWaiting", 0, 100)) == [w[0], w[1], w[3], w[2]])
+        #expect(await fixture.value("aria2.changePosition", .string(w[0]), 0, "POS_END") == .integer(3))
+        #expect(await fixture.value("aria2.changePosition", .string(w[1]), -10, "POS_CUR") == .integer(0))
+        #expect(gids(await fixture.value("aria2.tellWaiting", 0, 100)) == [w[1], w[3], w[2], w[0]])
+        #expect(await fixture.call("aria2.changePosition", .string(w[1]), 0, "POS_NOWHERE").errorMessage == "how must be POS_SET, POS_CUR or POS_END (got 'POS_NOWHERE')")
+        #expect(await fixture.call("aria2.changePosition", .string(running), 0, "POS_SET").errorMessage?.contains("is not waiting") == true)
+        // addUri's position: a JSON integer; past the end appends; negative is refused.
+        fixture.serve("/p.bin", size: 10)
+        let first = try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/p.bin"))], [:], 0).string)
+        #expect(gids(await fixture.value("aria2.tellWaiting", 0, 1)) == [first])
+        fixture.serve("/q.bin", size: 10)
+        let last = try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/q.bin"))], [:], 1000).string)
+        #expect(gids(await fixture.value("aria2.tellWaiting", -1, 1)) == [last])
+        #expect(await fixture.call("aria2.addUri", [.string(fixture.server.url("/z.bin"))], [:], -1).errorMessage == "position must be 0 or more (got -1)")
+        #expect(await fixture.call("aria2.addUri", [.string(fixture.server.url("/z.bin"))], [:], "1").errorMessage == "position must be an integer")
+        let stat = try #require(await fixture.value("aria2.getGlobalStat").object)
+        #expect(stat["numActive"] == "1")
+        #expect(stat["numWaiting"] == "6")
+        #expect(stat["numStopped"] == "0")
+    }
+
+    @Test func aUniquePrefixOfAGIDIsEnough() async throws {
+        let fixture = try await RPCFixture.make(maxConcurrent: 1)
+        defer { Task { await fixture.stop() } }
+        let (running, _) = try await queue(fixture, count: 0)
+        let prefix = String(running.prefix(6))
+        #expect(await fixture.value("aria2.tellStatus", .string(prefix), ["gid"]) == ["gid": .string(running)])
+        #expect(await fixture.value("aria2.tellStatus", .string(running.uppercased()), ["gid"]) == ["gid": .string(running)])
+        #expect(await fixture.call("aria2.tellStatus", "zz").errorMessage == "'zz' is not a download id (16 hex digits, or a unique prefix of one)")
+    }
+
+    @Test func pauseUnpauseRemoveAndResults() async throws {
+        let fixture = try await RPCFixture.make(maxConcurrent: 1)
+        defer { Task { await fixture.stop() } }
+        let (running, w) = try await queue(fixture, count: 2)
+        #expect(await fixture.value("aria2.pause", .string(running)) == .string(running))
+        #expect(await fixture.status(running)["status"] == "paused")
+        // The next waiting one runs; the paused one is listed after the queue in tellWaiting.
+        #expect(await fixture.waitFor(w[0], "complete"))
+        #expect(await fixture.waitFor(w[1], "complete"))
+        #expect(gids(await fixture.value("aria2.tellWaiting", 0, 10)) == [running])
+        #expect(await fixture.call("aria2.pause", .string(running)).errorMessage?.contains("only an active or waiting one can be paused") == true)
+        #expect(await fixture.value("aria2.unpause", .string(running)) == .string(running))
+        #expect(await fixture.waitFor(running, "active"))
+        #expect(await fixture.call("aria2.unpause", .string(running)).errorMessage?.contains("only a paused one can be unpaused") == true)
+        #expect(await fixture.value("aria2.remove", .string(running)) == .string(running))
+        // Removed at once: aria2p's remove() asks for the result's removal straight after.
+        #expect(await fixture.status(running)["status"] == "removed")
+        #expect(gids(await fixture.value("aria2.tellStopped", 0, 10)) == [w[0], w[1], running])
+        #expect(gids(await fixture.value("aria2.tellStopped", -1, 2)) == [running, w[1]])
+        #expect(await fixture.call("aria2.remove", .string(running)).errorMessage?.contains("there is nothing to remove") == true)
+        #expect(await fixture.value("aria2.removeDownloadResult", .string(running)) == "OK")
+        #expect(await fixture.call("aria2.tellStatus", .string(running)).errorMessage == "No such download for GID#\(running)")
+        #expect(await fixture.value("aria2.purgeDownloadResult") == "OK")
+        #expect(await fixture.value("aria2.tellStopped", 0, 10) == [])
+        // Their files stay.
+        #expect(fileSize(fixture.root + "/w0.bin") == 1000)
+    }
+
+    @Test func globalOptionsChangeLive() async throws {
+        let fixture = try await RPCFixture.make(maxConcurrent: 1)
+        defer { Task { await fixture.stop() } }
+        let (_, w) = try await queue(fixture, count: 1)
+        #expect(await fixture.status(w[0])["status"] == "waiting")
+        let options: JSONValue = ["max-concurrent-downloads": "2", "max-overall-download-limit": "10M", "max-download-limit": "0"]
+        #expect(await fixture.value("aria2.changeGlobalOption", options) == "OK")
+        #expect(await fixture.waitFor(w[0], "complete"))
+        let global = try #require(await fixture.value("aria2.getGlobalOption").object)
+        #expect(global["max-concurrent-downloads"] == "2")
+        #expect(global["max-overall-download-limit"] == "10485760")
+        #expect(global["max-download-limit"] == "0")
+        #expect(global["dir"]?.string == fixture.root)
+        #expect(await fixture.call("aria2.changeGlobalOption", ["dir": "/tmp"]).errorMessage?.hasPrefix("dir cannot be changed while the daemon runs") == true)
+        #expect(await fixture.call("aria2.changeGlobalOption", ["max-concurrent-downloads": "0"]).errorMessage == "max-concurrent-downloads: '0' is not a number from 1 to 1000")
+    }
+
+    @Test func changeOptionLimitsARunningDownloadAndRefusesWhatOnlyAddTakes() async throws {
+        let fixture = try await RPCFixture.make(maxConcurrent: 1)
+        defer { Task { await fixture.stop() } }
+        let (running, _) = try await queue(fixture, count: 0)
+        #expect(await fixture.value("aria2.changeOption", .string(running), ["max-download-limit": "20K"]) == "OK")
+        #expect(await fixture.value("aria2.getOption", .string(running)).object?["max-download-limit"] == "20480")
+        #expect(await fixture.call("aria2.changeOption", .string(running), ["dir": "/tmp"]).errorMessage == "dir cannot be changed after a download is added")
+    }
+
+    @Test func changeUriMovesADownloadToANewLinkForTheSameFile() async throws {
+        let fixture = try await RPCFixture.make()
+        defer { Task { await fixture.stop() } }
+        let body = fixture.serve("/signed.bin", size: 2 << 20)
+        fixture.server.enqueue("/signed.bin", .stallAfter(bytes: 1 << 20))
+        let old = fixture.server.url("/signed.bin?sig=1")
+        let gid = try #require(await fixture.value("aria2.addUri", [.string(old)]).string)
+        // The first answer stalls after 1 MiB: pause there, as a user whose link expired would.
+        #expect(await eventually { fixture.server.bodyBytesSent(to: "/signed.bin") >= 1 << 20 })
+        #expect(await fixture.value("aria2.pause", .string(gid)) == .string(gid))
+        let new = fixture.server.url("/signed.bin?sig=2")
+        #expect(await fixture.value("aria2.changeUri", .string(gid), 1, [.string(old)], [.string(new)]) == [1, 1])
+        #expect(await fixture.value("aria2.getUris", .string(gid)) == [["uri": .string(new), "status": "used"]])
+        #expect(await fixture.value("aria2.unpause", .string(gid)) == .string(gid))
+        #expect(await fixture.waitFor(gid, "complete"))
+        #expect(sha256Hex(file: fixture.root + "/signed.bin") == sha256Hex(body))
+        // The saved bytes were kept: the new link was asked only for the rest.
+        let ranges = fixture.server.requests(to: "/signed.bin").compactMap { $0.header("Range") }
+        #expect(ranges.last?.hasPrefix("bytes=1") == true || ranges.last?.hasPrefix("bytes=9") == true)
+        #expect(await fixture.call("aria2.changeUri", .string(gid), 2, [], []).errorMessage == "fileIndex must be 1: an HTTP download has one file")
+    }
+}
