@@ -84,10 +84,11 @@ extension Aria2RPC {
         let id = try await manager.add(request)
         if options.pause {
             try await manager.pause(id)
-        } else if let position {
+        }
+        if let position {
             // Past the end: appended, where it already is. Started at once: nothing to move.
-            let waiting = await manager.waitingIDs()
-            if waiting.contains(id), position < waiting.count - 1 { try await manager.move(id, to: position) }
+            let order = try await manager.queueOrder()
+            if order.contains(id), position < order.count - 1 { try await manager.reorder(id, to: position) }
         }
         return .string(id.rawValue)
     }
@@ -126,13 +127,12 @@ extension Aria2RPC {
         let id = try await p.gid(0, among: try await self.allIDs())
         let pos = try p.integer(1, "pos")
         let how = try p.string(2, "how")
-        let waiting = await manager.waitingIDs()
-        guard let current = waiting.firstIndex(of: id) else {
-            throw RPCError.method("download \(id) is not waiting: only a waiting download has a place in the queue")
+        let order = try await manager.queueOrder()
+        guard let current = order.firstIndex(of: id) else {
+            throw RPCError.method("download \(id) is not waiting or paused: only those have a place in the queue")
         }
-        let target = try Aria2Paging.position(current: current, count: waiting.count, pos: pos, how: how)
-        if target != current { try await manager.move(id, to: target) }
-        return .integer(Int64(target))
+        let target = try Aria2Paging.position(current: current, count: order.count, pos: pos, how: how)
+        return .integer(Int64(target == current ? current : try await manager.reorder(id, to: target)))
     }
 
     func allIDs() async throws -> [Download.ID] {

@@ -31,12 +31,9 @@ extension Aria2RPC {
         return .array(active.map { status($0).json(keys: keys) })
     }
 
-    /// aria2's waiting list: the queue in start order, then the paused downloads.
+    /// aria2's waiting list: the downloads not started, in start order, paused ones in their places.
     func waitingList() async throws -> [DownloadDetails] {
-        let queued = try await manager.details(ids: await manager.waitingIDs())
-        let seen = Set(queued.map(\.download.id))
-        let paused = try await manager.details(matching: [.paused, .interrupted]).filter { !seen.contains($0.download.id) }
-        return queued + paused
+        try await manager.details(ids: try await manager.queueOrder())
     }
 
     /// aria2's stopped list: completed, failed and removed downloads, in the order they stopped.

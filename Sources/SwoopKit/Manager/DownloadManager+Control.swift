@@ -168,6 +168,36 @@ extension DownloadManager {
         try saveQueueEntries(changed)
     }
 
+    /// The downloads that have not started, in the order they will: the waiting ones and, in their
+    /// places, the paused and interrupted ones (which keep their place while they wait to be
+    /// resumed, as aria2's paused downloads keep theirs in its waiting queue).
+    public func queueOrder() throws -> [Download.ID] {
+        try unstartedEntries().map(\.id)
+    }
+
+    /// Moves a waiting, paused or interrupted download to `index` in ``queueOrder()`` (clamped).
+    ///
+    /// - Returns: The index it is at now.
+    /// - Throws: ``SwoopError/Code/invalidArgument`` when it is not one of them.
+    @discardableResult
+    public func reorder(_ id: Download.ID, to index: Int) throws -> Int {
+        let entries = try unstartedEntries()
+        let first = entries.map(\.position).min() ?? 0
+        guard let (order, changed) = DownloadQueue.reordered(entries, moving: id, to: index, firstPosition: first) else {
+            throw SwoopError(.invalidArgument, "download \(id) is not waiting or paused: only those have a place in the queue")
+        }
+        try saveQueueEntries(changed)
+        queue.update(changed)
+        return order.firstIndex { $0.id == id } ?? 0
+    }
+
+    /// The queue's waiting entries and the paused and interrupted downloads of the store, in start order.
+    func unstartedEntries() throws -> [DownloadQueue.Entry] {
+        let stopped = try store.all().filter { ($0.state == .paused || $0.state == .interrupted) && !queue.contains($0.id) && !runs.contains($0.id) }
+        guard !stopped.isEmpty else { return queue.waiting }
+        return (queue.waiting + stopped.map(Self.entry)).sorted(by: DownloadQueue.Entry.precedes)
+    }
+
     /// Changes a waiting download's priority (higher starts first).
     public func setPriority(_ id: Download.ID, _ priority: Int) throws {
         guard let changed = queue.setPriority(id, priority) else {

@@ -70,31 +70,55 @@ struct DownloadQueue: Sendable {
         return true
     }
 
-    /// Moves a waiting entry to `index` in the waiting order (clamped). It takes the priority of the
-    /// entry it lands after (or before, at the front) so the order stays consistent, and the
-    /// positions of all waiting entries are renumbered from `firstPosition`.
+    /// Moves a waiting entry to `index` in the waiting order (see ``reordered(_:moving:to:firstPosition:)``).
     ///
     /// - Returns: The entries whose priority or position changed (to save), or `nil` when `id` is
     ///   not waiting.
     mutating func move(_ id: Download.ID, to index: Int, firstPosition: Int) -> [Entry]? {
-        guard let from = waiting.firstIndex(where: { $0.id == id }) else { return nil }
-        var entry = waiting.remove(at: from)
-        let target = max(0, min(index, waiting.count))
+        guard let (order, changed) = Self.reordered(waiting, moving: id, to: index, firstPosition: firstPosition) else { return nil }
+        waiting = order
+        return changed
+    }
+
+    /// `entries` (in start order) with `id` moved to `index` (clamped). It takes the priority of
+    /// the entry it lands after (or before, at the front) so the order stays consistent, and the
+    /// positions are renumbered from `firstPosition`.
+    ///
+    /// - Returns: The new order and the entries whose priority or position changed, or `nil` when
+    ///   `id` is not among them.
+    static func reordered(_ entries: [Entry], moving id: Download.ID, to index: Int, firstPosition: Int) -> ([Entry], [Entry])? {
+        var entries = entries
+        guard let from = entries.firstIndex(where: { $0.id == id }) else { return nil }
+        var entry = entries.remove(at: from)
+        let target = max(0, min(index, entries.count))
         if target > 0 {
-            entry.priority = waiting[target - 1].priority
-        } else if let first = waiting.first {
+            entry.priority = entries[target - 1].priority
+        } else if let first = entries.first {
             entry.priority = max(entry.priority, first.priority)
         }
-        waiting.insert(entry, at: target)
+        entries.insert(entry, at: target)
         var changed: [Entry] = []
-        for i in waiting.indices {
+        for i in entries.indices {
             let position = firstPosition + i
-            if waiting[i].position != position || waiting[i].id == id {
-                waiting[i].position = position
-                changed.append(waiting[i])
+            if entries[i].position != position || entries[i].id == id {
+                entries[i].position = position
+                changed.append(entries[i])
             }
         }
-        return changed
+        return (entries, changed)
+    }
+
+    /// Takes new priorities and positions for waiting entries (from a reorder that also placed
+    /// downloads outside the queue) and keeps the start order.
+    mutating func update(_ entries: [Entry]) {
+        let updates = Dictionary(entries.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+        for index in waiting.indices {
+            if let update = updates[waiting[index].id] {
+                waiting[index].priority = update.priority
+                waiting[index].position = update.position
+            }
+        }
+        waiting.sort(by: Entry.precedes)
     }
 
     /// Changes a waiting entry's priority. Returns the changed entry, or `nil` when not waiting.

@@ -1,0 +1,135 @@
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import SwoopKit
+import SwoopRPC
+import NIOConcurrencyHelpers
+
+/// `swoop daemon`: a ``DownloadManager`` that keeps running, driven over aria2's JSON-RPC.
+///
+/// Its services, in one `ServiceGroup`: the manager (``DownloadService``: reconcile, run, save on
+/// shutdown), the HTTP server, and the forwarding of the manager's events to WebSocket sessions as
+/// aria2's notifications. At start it continues every download that was waiting, interrupted or
+/// left active by a daemon that died; paused and failed ones wait to be asked.
+public final class Daemon: Sendable {
+    public struct Options: Sendable {
+        public var listen: ListenAddress
+        public var secret: String
+        public var roots: DownloadRoots
+        public var allowHosts: [String] = []
+        public var allowOrigins: [String] = []
+        public var maxConnections = 64
+        public var maxBodyBytes = 1 << 20
+        /// Where `daemon.json` goes (the state directory), or `nil` for none.
+        public var stateDirectory: String?
+
+        public init(listen: ListenAddress, secret: String, roots: DownloadRoots) {
+            self.listen = listen
+            self.secret = secret
+            self.roots = roots
+        }
+    }
+
+    public let manager: DownloadManager
+    let options: Options
+    let logger: Logger
+    let hub = NotificationHub()
+
+    /// - Throws: ``DaemonError`` when the address is not loopback and no secret was given
+    ///   explicitly (`secretWasGiven`).
+    public init(manager: DownloadManager, options: Options, secretWasGiven: Bool, logger: Logger) throws {
+        guard options.listen.isLoopback || secretWasGiven else {
+            throw DaemonError(
+                "--listen \(options.listen): a daemon reachable from other machines needs a secret of your choosing (--secret or --secret-file)"
+            )
+        }
+        self.manager = manager
+        self.options = options
+        self.logger = logger
+    }
+
+    /// Runs until SIGINT or SIGTERM (or an RPC `shutdown`), then stops cleanly: transfers saved,
+    /// sessions closed, `daemon.json` removed.
+    ///
+    /// - Parameter onRunning: Called with the bound port once the server listens and the queue runs.
+    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let service = DownloadService(manager: manager)
+        let trigger = ShutdownTrigger()
+        let rpc = Aria2RPC(manager: manager, settings: .init(secret: options.secret, roots: options.roots)) { _ in
+            trigger.fire()
+        }
+        var serverOptions = DaemonServer.Options(listen: options.listen)
+        serverOptions.allowHosts = options.allowHosts
+        serverOptions.allowOrigins = options.allowOrigins
+        serverOptions.maxConnections = options.maxConnections
+        serverOptions.limits.maxBodyBytes = options.maxBodyBytes
+        let events = manager.events()
+        let forwarder = EventForwarder(events: events, rpc: rpc, hub: hub, logger: logger)
+        let (listen, secret, stateDirectory, manager, logger) = (options.listen, options.secret, options.stateDirectory, manager, logger)
+        let app = DaemonServer.make(options: serverOptions, rpc: rpc, hub: hub, logger: logger) { port in
+            // The queue first: a client that connects may add at once.
+            _ = try? await service.reconciled()
+            _ = try? await manager.resumeAll(states: [.waiting, .interrupted, .active])
+            let url = "http://\(ListenAddress(host: listen.host, port: port))"
+            if let stateDirectory {
+                do {
+                    try DaemonAddress(url: url, secret: secret).write(in: stateDirectory)
+                } catch {
+                    logger.warning("cannot record the daemon's address for swoop commands: \(error)")
+                }
+            }
+            await onRunning(port)
+        }
+        let group = ServiceGroup(
+            configuration: .init(services: [service, forwarder, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        trigger.set { Task { await group.triggerGracefulShutdown() } }
+        defer {
+            hub.closeAll()
+            if let stateDirectory { DaemonAddress.remove(in: stateDirectory) }
+        }
+        try await group.run()
+    }
+}
+
+/// The manager's events to aria2 notifications for every WebSocket session, and to the log.
+struct EventForwarder: Service {
+    let events: DownloadEvents
+    let rpc: Aria2RPC
+    let hub: NotificationHub
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            for await event in events {
+                rpc.observe(event)
+                log(event)
+                if let notification = Aria2RPC.notification(for: event) {
+                    hub.send(String(decoding: notification.json.serialized(), as: UTF8.self))
+                }
+            }
+        }
+    }
+
+    func log(_ event: DownloadEvent) {
+        let download = event.download
+        let metadata: Logger.Metadata = ["download": "\(download.id)", "url": "\(download.url)"]
+        switch event {
+        case .added: logger.info("added", metadata: metadata)
+        case .started: logger.info("started", metadata: metadata)
+        case .completed, .alreadyComplete: logger.info("completed", metadata: metadata.merging(["path": "\(download.destination ?? "")"]) { $1 })
+        case .paused: logger.info("\(download.state.rawValue)", metadata: metadata)
+        case .removed: logger.info("removed", metadata: metadata)
+        case .failed(_, let error): logger.error("failed: \(error.message)", metadata: metadata)
+        case .notice(_, let text): logger.notice("\(text)", metadata: metadata)
+        case .progress: logger.trace("progress \(download.completedBytes)", metadata: metadata)
+        }
+    }
+}
+
+/// Lets an RPC `shutdown` reach the service group made after the RPC layer.
+final class ShutdownTrigger: Sendable {
+    private let action = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+    func set(_ body: @escaping @Sendable () -> Void) { action.withLockedValue { $0 = body } }
+    func fire() { action.withLockedValue { $0 }?() }
+}

@@ -1,0 +1,43 @@
+import Foundation
+
+/// What a running daemon leaves in its state directory (`daemon.json`, mode 0600) so that `swoop`
+/// commands on the same state directory act through it: its address, its secret and its pid.
+/// Removed when it stops; one left by a daemon that died is recognised by its pid.
+public struct DaemonAddress: Codable, Sendable, Hashable {
+    public static let fileName = "daemon.json"
+
+    /// `http://127.0.0.1:6800`.
+    public var url: String
+    public var secret: String
+    public var pid: Int32
+
+    public init(url: String, secret: String, pid: Int32 = getpid()) {
+        self.url = url
+        self.secret = secret
+        self.pid = pid
+    }
+
+    public static func path(in stateDirectory: String) -> String {
+        stateDirectory + "/" + fileName
+    }
+
+    public func write(in stateDirectory: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        try PrivateFile.write(Array(try encoder.encode(self)) + [0x0A], to: Self.path(in: stateDirectory))
+    }
+
+    /// The address of a daemon whose process still runs, or `nil`.
+    public static func read(in stateDirectory: String) -> DaemonAddress? {
+        guard let data = FileManager.default.contents(atPath: path(in: stateDirectory)),
+            let address = try? JSONDecoder().decode(DaemonAddress.self, from: data)
+        else { return nil }
+        // Signal 0 checks that the process exists (EPERM: it exists, another user's).
+        return kill(address.pid, 0) == 0 || errno == EPERM ? address : nil
+    }
+
+    /// Removes the file if it is this process's.
+    public static func remove(in stateDirectory: String) {
+        if read(in: stateDirectory)?.pid == getpid() { unlink(path(in: stateDirectory)) }
+    }
+}

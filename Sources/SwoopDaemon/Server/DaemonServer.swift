@@ -1,0 +1,97 @@
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import HTTPTypes
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import SwoopRPC
+
+/// The daemon's HTTP server: `/jsonrpc` (POST and WebSocket) behind ``GuardHandler``, a small
+/// page at `/`, nothing else. No method calls over GET, no JSONP.
+struct DaemonServer {
+    struct Options: Sendable {
+        var listen: ListenAddress
+        var allowHosts: [String] = []
+        var allowOrigins: [String] = []
+        var maxConnections = 64
+        var limits = GuardHandler.Limits()
+        /// A WebSocket session idle this long is closed after a ping goes unanswered.
+        var pingInterval = Duration.seconds(30)
+    }
+
+    /// The application, and a box that holds the port once it is bound.
+    static func make(
+        options: Options, rpc: Aria2RPC, hub: NotificationHub, logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void
+    ) -> some ApplicationProtocol {
+        let rules = NIOLockedValueBox(RequestGuard(listen: options.listen, allowHosts: options.allowHosts, allowOrigins: options.allowOrigins))
+        let endpoint = JSONRPCEndpoint(rpc: rpc, hub: hub, maxMessageBytes: options.limits.maxBodyBytes)
+
+        let router = Router()
+        router.post("/jsonrpc") { request, context in try await endpoint.post(request, context) }
+        router.get("/jsonrpc") { _, _ -> Response in
+            Response(status: .methodNotAllowed, headers: [.contentType: "text/plain; charset=utf-8", .allow: "POST"],
+                     body: .init(byteBuffer: ByteBuffer(string: "JSON-RPC calls are POSTed (or sent over a WebSocket)\n")))
+        }
+        router.get("/") { _, _ -> Response in
+            Response(status: .ok, headers: DaemonPage.headers, body: .init(byteBuffer: ByteBuffer(string: DaemonPage.html)))
+        }
+        let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
+        webSocketRouter.ws("/jsonrpc") { _, _ in
+            .upgrade([:])
+        } onUpgrade: { inbound, outbound, _ in
+            try await endpoint.session(inbound: inbound, outbound: outbound)
+        }
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(idleTimeout: .seconds(60)),
+            ws: .init(maxFrameSize: options.limits.maxBodyBytes, autoPing: .enabled(timePeriod: options.pingInterval), closeTimeout: .seconds(5))
+        )
+        let webSocketResponder = webSocketRouter.buildResponder()
+        let limits = options.limits
+        let server = HTTPServerBuilder { responder in
+            GuardedChannel(
+                inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: configuration),
+                rules: { rules.withLockedValue { $0 } }, limits: limits
+            )
+        }
+        let listen = options.listen
+        let allowHosts = options.allowHosts, allowOrigins = options.allowOrigins
+        return Application(
+            router: router,
+            server: server,
+            configuration: .init(
+                address: .hostname(listen.host, port: listen.port), serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections)
+            ),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? listen.port
+                rules.withLockedValue {
+                    $0 = RequestGuard(listen: ListenAddress(host: listen.host, port: port), allowHosts: allowHosts, allowOrigins: allowOrigins)
+                }
+                await onRunning(port)
+            },
+            logger: logger
+        )
+    }
+}
+
+/// What `/` shows until the web page comes: what this is and how to reach it.
+enum DaemonPage {
+    static let headers: HTTPFields = [
+        .contentType: "text/html; charset=utf-8",
+        .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'",
+        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+        HTTPField.Name("Referrer-Policy")!: "no-referrer",
+    ]
+
+    static let html = """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><title>Swoop daemon</title>
+        <style>body{font:16px system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}</style></head>
+        <body><h1>Swoop daemon</h1>
+        <p>This is a Swoop download daemon. It speaks aria2's JSON-RPC at <code>/jsonrpc</code> (HTTP POST and
+        WebSocket): point aria2p, AriaNg or any aria2 client here, with the secret as the RPC token.</p>
+        </body></html>
+        """
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SwoopConsole
+import SwoopDaemon
+import SwoopKit
+import SwoopRPC
+
+/// `swoop daemon`: downloads as a service, driven over aria2's JSON-RPC.
+struct DaemonCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon",
+        abstract: "Run as a service that aria2 clients drive (JSON-RPC over HTTP and WebSocket at /jsonrpc), until SIGINT or SIGTERM.",
+        discussion: """
+            Listens on loopback unless --listen names another address (which needs --secret or --secret-file). \
+            Without a secret one is made at the first start, kept in the state directory (rpc-secret, mode 0600) \
+            and printed once. While it runs, `swoop add`, `ls`, `pause`, `resume` and `rm` on the same state directory act through it.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Address to listen on: HOST:PORT, [IPv6]:PORT (default 127.0.0.1:6800; port 0: any free one).", valueName: "address"))
+    var listen = "127.0.0.1:6800"
+
+    @Option(help: ArgumentHelp("The RPC secret clients send as token:SECRET (visible in `ps`: prefer --secret-file).", valueName: "token"))
+    var secret: String?
+
+    @Option(help: ArgumentHelp("Read the RPC secret from this file.", valueName: "path"))
+    var secretFile: String?
+
+    @Option(name: [.customShort("d"), .customLong("dir")], help: ArgumentHelp("Where downloads go by default (default: the current directory).", valueName: "dir"))
+    var directory = "."
+
+    @Option(help: ArgumentHelp("Another directory downloads may go into (a download's dir must lie inside -d or one of these).", valueName: "dir"))
+    var allowDir: [String] = []
+
+    @Option(help: ArgumentHelp("Another name clients may reach the daemon by (the Host header; by default only its address, localhost, 127.0.0.1 and [::1]).", valueName: "name"))
+    var allowHost: [String] = []
+
+    @Option(help: ArgumentHelp("A web page origin that may call the daemon from a browser (e.g. https://ui.example.com).", valueName: "origin"))
+    var allowOrigin: [String] = []
+
+    @Option(help: ArgumentHelp("Most client connections at once.", valueName: "n"))
+    var maxConnections = 64
+
+    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (default info).", valueName: "level"))
+    var logLevel = "info"
+
+    @OptionGroup var transfer: TransferOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if secret != nil && secretFile != nil { throw ValidationError("give --secret or --secret-file, not both") }
+        if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level \(logLevel): use trace, debug, info, notice, warning, error or critical") }
+        if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
+    }
+
+    func run() async throws {
+        let console = Console(quiet: global.quiet)
+        let daemon: Daemon
+        let isNewSecret: Bool
+        let secretText: String
+        do {
+            let listen = try ListenAddress(parsing: listen)
+            let directory = DownloadRequest.absolute(self.directory)
+            try FileSystem.createDirectories(directory, what: "download directory", mode: 0o777)
+            var configuration = try transfer.configuration(lockDirectory: try global.lockDirectory())
+            configuration.credentials = try transfer.credentials(warn: console.warning)
+            let manager = try DownloadManager(configuration: configuration, store: try global.openStore())
+            (secretText, isNewSecret) = try DaemonSecret.resolve(given: secret, file: secretFile, stateDirectory: global.stateDirectory)
+            var options = Daemon.Options(
+                listen: listen, secret: secretText,
+                roots: DownloadRoots(defaultDirectory: directory, allowed: allowDir.map(DownloadRequest.absolute))
+            )
+            options.allowHosts = allowHost
+            options.allowOrigins = allowOrigin
+            options.maxConnections = maxConnections
+            options.stateDirectory = global.stateDirectory
+            var logger = Logger(label: "swoop.daemon") { StreamLogHandler.standardError(label: $0) }
+            logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            daemon = try Daemon(manager: manager, options: options, secretWasGiven: secret != nil || secretFile != nil, logger: logger)
+        } catch let error as SwoopError {
+            throw error.exit(on: console)
+        } catch let error as DaemonError {
+            console.error(error.message)
+            throw ExitCode(ExitStatus.usage)
+        }
+        let (host, stateDirectory) = (try ListenAddress(parsing: listen).host, global.stateDirectory)
+        try await daemon.run { port in
+            let address = "http://\(ListenAddress(host: host, port: port))/"
+            console.result("swoop daemon: listening on \(address) (aria2 JSON-RPC at \(address)jsonrpc)")
+            if isNewSecret {
+                console.result("swoop daemon: a secret was made and kept in \(stateDirectory)/\(DaemonSecret.fileName); open \(address)#token=\(secretText)")
+            } else {
+                console.result("swoop daemon: clients send the secret as token:SECRET (see --secret, --secret-file or \(stateDirectory)/\(DaemonSecret.fileName))")
+            }
+        }
+    }
+}
