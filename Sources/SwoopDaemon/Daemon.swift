@@ -38,14 +38,17 @@ public final class Daemon: Sendable {
     /// - Throws: ``DaemonError`` when the address is not loopback and no secret was given
     ///   explicitly (`secretWasGiven`).
     public init(manager: DownloadManager, options: Options, secretWasGiven: Bool, logger: Logger) throws {
-        guard options.listen.isLoopback || secretWasGiven else {
-            throw DaemonError(
-                "--listen \(options.listen): a daemon reachable from other machines needs a secret of your choosing (--secret or --secret-file)"
-            )
-        }
+        try Self.check(options.listen, secretWasGiven: secretWasGiven)
         self.manager = manager
         self.options = options
         self.logger = logger
+    }
+
+    /// Refuses an address other machines can reach unless the secret was chosen by the user.
+    public static func check(_ listen: ListenAddress, secretWasGiven: Bool) throws {
+        guard listen.isLoopback || secretWasGiven else {
+            throw DaemonError("--listen \(listen): a daemon reachable from other machines needs a secret of your choosing (--secret or --secret-file)")
+        }
     }
 
     /// Runs until SIGINT or SIGTERM (or an RPC `shutdown`), then stops cleanly: transfers saved,

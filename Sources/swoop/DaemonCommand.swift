@@ -60,12 +60,15 @@ struct DaemonCommand: AsyncParsableCommand {
         let isNewSecret: Bool
         let secretText: String
         do {
+            // Everything that can be refused is checked before the manager (and its connections) exists.
             let listen = try ListenAddress(parsing: listen)
+            let secretWasGiven = secret != nil || secretFile != nil
+            try Daemon.check(listen, secretWasGiven: secretWasGiven)
             let directory = DownloadRequest.absolute(self.directory)
             try FileSystem.createDirectories(directory, what: "download directory", mode: 0o777)
             var configuration = try transfer.configuration(lockDirectory: try global.lockDirectory())
             configuration.credentials = try transfer.credentials(warn: console.warning)
-            let manager = try DownloadManager(configuration: configuration, store: try global.openStore())
+            let store = try global.openStore()
             (secretText, isNewSecret) = try DaemonSecret.resolve(given: secret, file: secretFile, stateDirectory: global.stateDirectory)
             var options = Daemon.Options(
                 listen: listen, secret: secretText,
@@ -77,7 +80,8 @@ struct DaemonCommand: AsyncParsableCommand {
             options.stateDirectory = global.stateDirectory
             var logger = Logger(label: "swoop.daemon") { StreamLogHandler.standardError(label: $0) }
             logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-            daemon = try Daemon(manager: manager, options: options, secretWasGiven: secret != nil || secretFile != nil, logger: logger)
+            let manager = try DownloadManager(configuration: configuration, store: store)
+            daemon = try Daemon(manager: manager, options: options, secretWasGiven: secretWasGiven, logger: logger)
         } catch let error as SwoopError {
             throw error.exit(on: console)
         } catch let error as DaemonError {
