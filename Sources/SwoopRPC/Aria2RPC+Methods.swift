@@ -116,8 +116,9 @@ extension Aria2RPC {
     func unpause(_ p: Parameters) async throws -> JSONValue {
         let id = try await p.gid(0, among: try await self.allIDs())
         let state = try await manager.download(id: id).state
-        guard state == .paused || state == .interrupted else {
-            throw RPCError.method("download \(id) is \(Aria2Status.status(state)): only a paused one can be unpaused")
+        // A failed one too (Swoop keeps its progress): it is retried from there.
+        guard state == .paused || state == .interrupted || state == .failed else {
+            throw RPCError.method("download \(id) is \(Aria2Status.status(state)): only a paused or failed one can be unpaused")
         }
         try await manager.resume(id)
         return .string(id.rawValue)

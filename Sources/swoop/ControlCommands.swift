@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SwoopConsole
 import SwoopKit
+import SwoopRPC
 import SwoopStore
 
 /// Opens the store and a manager (without running it) for a command that changes downloads.
@@ -31,14 +32,22 @@ private func withManager<T>(
 /// Runs `action` on each id (given the download's snapshot, it returns the snapshot to report),
 /// printing one line per download; exits with the first failure's status. Ctrl-C while it waits
 /// for another swoop to answer withdraws the request (exit 130).
+///
+/// With a daemon on the state directory, `remote` does it through the daemon's RPC instead (given
+/// the download's full id), so that the change is live there at once.
 private func forEachDownload(
     _ ids: [String], global: GlobalOptions, verb: String, suffix: String = "",
+    remote: (@Sendable (DaemonClient, String) async throws -> Void)? = nil,
     _ action: @escaping @Sendable (DownloadManager, Download) async throws -> Download
 ) async throws {
     let console = Console(quiet: global.quiet)
     let interruption = Interruption()
+    let daemon = remote == nil ? nil : DaemonClient.find(global)
     let work = Task {
-        try await eachDownload(ids, global: global, console: console, verb: verb, suffix: suffix, action)
+        if let daemon, let remote {
+            return await eachDownload(ids, daemon: daemon, console: console, verb: verb, suffix: suffix, remote)
+        }
+        return try await eachDownload(ids, global: global, console: console, verb: verb, suffix: suffix, action)
     }
     interruption.onSignal { work.cancel() }
     defer { interruption.stop() }
@@ -77,6 +86,31 @@ private func eachDownload(
     }
 }
 
+/// `eachDownload` through a daemon.
+private func eachDownload(
+    _ ids: [String], daemon: DaemonClient, console: Console, verb: String, suffix: String,
+    _ action: @Sendable (DaemonClient, String) async throws -> Void
+) async -> Int32 {
+    var status = ExitStatus.success
+    for text in ids where !Task.isCancelled {
+        do {
+            let gid = try await daemon.resolve(text)
+            let url = try await daemon.url(of: gid)
+            do {
+                try await action(daemon, gid)
+            } catch let error as SwoopError where error.code == .invalidArgument {
+                throw SwoopError(error.code, "\(gid.prefix(8)) (\(url)): \(error.message)")
+            }
+            console.result("\(verb) \(gid.prefix(8)) \(url)\(suffix)")
+        } catch {
+            let error = error as? SwoopError ?? SwoopError(.other, "\(error)")
+            console.error(error.userMessage)
+            if status == ExitStatus.success { status = ExitStatus.code(for: error) }
+        }
+    }
+    return status
+}
+
 /// `swoop pause ID…`
 struct PauseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -90,7 +124,10 @@ struct PauseCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await forEachDownload(ids, global: global, verb: "paused") { manager, download in
+        let remote: @Sendable (DaemonClient, String) async throws -> Void = { daemon, gid in
+            _ = try await daemon.call("aria2.pause", [.string(gid)])
+        }
+        try await forEachDownload(ids, global: global, verb: "paused", remote: remote) { manager, download in
             try await manager.pause(download.id)
             return try await manager.download(id: download.id)
         }
@@ -139,12 +176,24 @@ struct RemoveCommand: AsyncParsableCommand {
             }
         }
         let said = deleteFile ? " (and its file)" : ""
-        try await forEachDownload(ids, global: global, verb: "removed", suffix: said) { [deleteFile] manager, download in
+        // Deleting files is not an aria2 call: with --delete-file the store path asks the daemon.
+        let remote: (@Sendable (DaemonClient, String) async throws -> Void)? = deleteFile ? nil : Self.forget
+        try await forEachDownload(ids, global: global, verb: "removed", suffix: said, remote: remote) { [deleteFile] manager, download in
             try await manager.remove(download.id, deletingFile: deleteFile)
             var removed = download
             removed.state = .removed
             return removed
         }
+    }
+}
+
+extension RemoveCommand {
+    /// Forgets a download the daemon knows: stopped first if it is not, then its result removed.
+    @Sendable static func forget(_ daemon: DaemonClient, _ gid: String) async throws {
+        let status = try await daemon.call("aria2.tellStatus", [.string(gid), ["status"]]).object?["status"]?.string ?? ""
+        let stopped: Set<String> = ["complete", "error", "removed"]
+        if !stopped.contains(status) { _ = try await daemon.call("aria2.remove", [.string(gid)]) }
+        _ = try await daemon.call("aria2.removeDownloadResult", [.string(gid)])
     }
 }
 
@@ -184,8 +233,38 @@ struct ResumeCommand: AsyncParsableCommand {
         var states: Set<Download.State> = [.waiting, .interrupted, .active]
         if failed || all { states.insert(.failed) }
         if all { states.insert(.paused) }
+        if let daemon = DaemonClient.find(global) {
+            return try await resume(through: daemon, states: states, console: console)
+        }
         try await DownloadSession(global: global, transfer: transfer, console: console)
             .run(.resume(ids.isEmpty ? nil : ids, states: states, url: url))
+    }
+}
+
+extension ResumeCommand {
+    /// Resuming what a daemon on the state directory runs: it continues the downloads itself
+    /// (`unpause`; a new URL through `changeUri` first). Without ids: the stopped downloads of
+    /// `states` (waiting and running ones are the daemon's already).
+    func resume(through daemon: DaemonClient, states: Set<Download.State>, console: Console) async throws {
+        var ids = self.ids
+        if ids.isEmpty {
+            let store = try global.openStore()
+            defer { try? store.close() }
+            ids = try store.all().filter { states.contains($0.state) && [.paused, .interrupted, .failed].contains($0.state) }.map(\.id.rawValue)
+            if ids.isEmpty {
+                console.notice("nothing to resume: the daemon runs every waiting download")
+                return
+            }
+        }
+        let url = self.url
+        try await forEachDownload(ids, global: global, verb: "resumed", remote: { daemon, gid in
+            if let url {
+                let old = try await daemon.url(of: gid)
+                _ = try await daemon.call("aria2.changeUri", [.string(gid), 1, [.string(old)], [.string(url)]])
+            }
+            let status = try await daemon.call("aria2.tellStatus", [.string(gid), ["status"]]).object?["status"]?.string
+            if status == "paused" || status == "error" { _ = try await daemon.call("aria2.unpause", [.string(gid)]) }
+        }) { _, download in download }
     }
 }
 
@@ -212,7 +291,10 @@ struct LimitCommand: AsyncParsableCommand {
             throw error.exit(on: Console(quiet: global.quiet))
         }
         let said = " to " + (limit.map { ByteFormatting.rate(Double($0)) } ?? "no limit")
-        try await forEachDownload([id], global: global, verb: "limited", suffix: said) { manager, download in
+        let remote: @Sendable (DaemonClient, String) async throws -> Void = { daemon, gid in
+            _ = try await daemon.call("aria2.changeOption", [.string(gid), ["max-download-limit": .string(String(limit ?? 0))]])
+        }
+        try await forEachDownload([id], global: global, verb: "limited", suffix: said, remote: remote) { manager, download in
             try await manager.setRateLimit(download.id, bytesPerSecond: limit)
             return try await manager.download(id: download.id)
         }

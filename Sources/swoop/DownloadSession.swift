@@ -123,7 +123,7 @@ struct DownloadSession {
             for prefix in prefixes {
                 let id = try DownloadLookup.resolve(prefix, in: records)
                 if let url {
-                    try await manager.changeURL(id, to: GetCommand.withScheme(url, console: console), trustMirrorLength: transfer.trustMirrorLength)
+                    try await manager.changeURL(id, to: RequestOptions.withScheme(url, console: console), trustMirrorLength: transfer.trustMirrorLength)
                 }
                 try await manager.resume(id, replacingHeaders: headers, settings: settings)
                 ids.append(id)

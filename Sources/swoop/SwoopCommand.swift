@@ -12,7 +12,7 @@ struct SwoopCommand: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            GetCommand.self, ResumeCommand.self, ListCommand.self, PauseCommand.self, RemoveCommand.self, LimitCommand.self,
+            GetCommand.self, AddCommand.self, ResumeCommand.self, ListCommand.self, PauseCommand.self, RemoveCommand.self, LimitCommand.self,
             FetchCommand.self, DaemonCommand.self,
         ],
         // `swoop URL` is `swoop get URL`.

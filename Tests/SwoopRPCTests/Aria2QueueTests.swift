@@ -83,7 +83,7 @@ struct Aria2QueueTests {
         #expect(await fixture.call("aria2.pause", .string(running)).errorMessage?.contains("only an active or waiting one can be paused") == true)
         #expect(await fixture.value("aria2.unpause", .string(running)) == .string(running))
         #expect(await fixture.waitFor(running, "active"))
-        #expect(await fixture.call("aria2.unpause", .string(running)).errorMessage?.contains("only a paused one can be unpaused") == true)
+        #expect(await fixture.call("aria2.unpause", .string(running)).errorMessage?.contains("only a paused or failed one can be unpaused") == true)
         #expect(await fixture.value("aria2.remove", .string(running)) == .string(running))
         // Removed at once: aria2p's remove() asks for the result's removal straight after.
         #expect(await fixture.status(running)["status"] == "removed")

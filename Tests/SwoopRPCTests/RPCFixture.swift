@@ -89,17 +89,6 @@ final class ShutdownLog: Sendable {
     var calls: [Bool] { forces.withLock { $0 } }
 }
 
-extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByArrayLiteral,
-    ExpressibleByDictionaryLiteral
-{
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int64) { self = .integer(value) }
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
-    }
-}
-
 extension Result where Failure == RPCError {
     /// The error's message, or `nil` on success.
     var errorMessage: String? {

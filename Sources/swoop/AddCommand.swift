@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+import SwoopConsole
+import SwoopKit
+import SwoopRPC
+
+/// `swoop add URL…`: queue downloads and return at once.
+struct AddCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Queue downloads and return at once: the daemon on this state directory starts them; without one they wait for `swoop resume` or a daemon.",
+        discussion: "Takes what `swoop get` takes. Prints one line per download: its id and URL."
+    )
+
+    @OptionGroup var request: RequestOptions
+    @OptionGroup var transfer: TransferOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let console = Console(quiet: global.quiet)
+        let requests: [DownloadRequest]
+        let badLines: [SwoopError]
+        do {
+            (requests, badLines) = try request.requests(transfer: transfer, console: console)
+            try FileSystem.createDirectories(DownloadRequest.absolute(request.directory), what: "directory", mode: 0o777)
+        } catch let error as SwoopError {
+            throw error.exit(on: console)
+        }
+        for error in badLines { console.error(error.userMessage) }
+        var status = badLines.first.map(ExitStatus.code(for:)) ?? ExitStatus.success
+        if let daemon = DaemonClient.find(global) {
+            for request in requests {
+                do {
+                    let uris = JSONValue.array(([request.url] + request.mirrors).map { .string($0.absoluteString) })
+                    let gid = try await daemon.call("aria2.addUri", [uris, .object(Aria2Options.json(for: request))])
+                    report(id: gid.string ?? "", request, console: console)
+                } catch let error as SwoopError {
+                    console.error("\(request.url.absoluteString): \(error.userMessage)")
+                    if status == ExitStatus.success { status = ExitStatus.code(for: error) }
+                }
+            }
+        } else {
+            do {
+                var configuration = SwoopKit.Configuration()
+                configuration.lockDirectory = try global.lockDirectory()
+                configuration.proxy.useEnvironment = false
+                let manager = try DownloadManager(configuration: configuration, store: try global.openStore())
+                let ids = await Result(catching: { try await manager.add(contentsOf: requests) })
+                try? await manager.shutdown()
+                for (id, request) in zip(try ids.get(), requests) { report(id: id.rawValue, request, console: console) }
+            } catch let error as SwoopError {
+                throw error.exit(on: console)
+            }
+            if !requests.isEmpty {
+                console.notice("no swoop daemon runs on \(global.stateDirectory): `swoop resume` (or `swoop daemon`) starts them")
+            }
+        }
+        if status != ExitStatus.success { throw ExitCode(status) }
+    }
+
+    private func report(id: String, _ request: DownloadRequest, console: Console) {
+        if global.json {
+            console.result(String(decoding: JSONValue.object(["id": .string(id), "url": .string(request.url.absoluteString)]).serialized(), as: UTF8.self))
+        } else {
+            console.result("added \(id.prefix(8)) \(request.url.absoluteString)")
+        }
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

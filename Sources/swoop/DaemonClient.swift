@@ -1,0 +1,58 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import SwoopDaemon
+import SwoopKit
+import SwoopRPC
+
+/// The daemon running on a state directory, reached over its JSON-RPC: `swoop add`, `pause`,
+/// `resume`, `rm` and `limit` act through it, so that the change is live in the daemon at once.
+struct DaemonClient {
+    let address: DaemonAddress
+
+    /// The daemon that runs on `stateDirectory`, if one does.
+    static func find(_ global: GlobalOptions) -> DaemonClient? {
+        DaemonAddress.read(in: global.stateDirectory).map(DaemonClient.init)
+    }
+
+    /// Calls `method` with the secret; its result.
+    ///
+    /// - Throws: ``SwoopError``: the daemon's own message for a refused call, or why it could not
+    ///   be reached.
+    func call(_ method: String, _ params: [JSONValue]) async throws -> JSONValue {
+        let call = JSONValue.object([
+            "jsonrpc": "2.0", "id": "swoop", "method": .string(method), "params": .array([.string("token:\(address.secret)")] + params),
+        ])
+        var request = HTTPClientRequest(url: address.url + "/jsonrpc")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(call.serialized())
+        let body: ByteBuffer
+        do {
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+            body = try await response.body.collect(upTo: 64 << 20)
+        } catch {
+            throw SwoopError(.network, "cannot reach the swoop daemon at \(address.url): \(error)")
+        }
+        guard let reply = JSONValue.parse(body.readableBytesView)?.object else {
+            throw SwoopError(.invalidResponse, "the swoop daemon at \(address.url) did not answer in JSON-RPC")
+        }
+        if let error = reply["error"]?.object {
+            let message = error["message"]?.string ?? "error"
+            throw SwoopError(message.hasPrefix("No such download") ? .notFound : .invalidArgument, message)
+        }
+        return reply["result"] ?? .null
+    }
+
+    /// The full id of a download the daemon knows, from an id or a unique prefix.
+    func resolve(_ text: String) async throws -> String {
+        let status = try await call("aria2.tellStatus", [.string(text), ["gid"]])
+        guard let gid = status.object?["gid"]?.string else { throw SwoopError(.notFound, "no download with id \(text)") }
+        return gid
+    }
+
+    /// The URL of a download the daemon knows.
+    func url(of gid: String) async throws -> String {
+        try await call("aria2.getUris", [.string(gid)]).array?.first?.object?["uri"]?.string ?? ""
+    }
+}

@@ -1,0 +1,163 @@
+import ArgumentParser
+import Foundation
+import SwoopConsole
+import SwoopKit
+
+/// What to download and where: the URLs (or a list, or a Metalink file), names, directory,
+/// checksum and collision policy. Shared by `get` (downloads them now) and `add` (queues them).
+struct RequestOptions: ParsableArguments {
+    @Argument(help: "http or https URLs to download.")
+    var urls: [String] = []
+
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp("Read URLs from this file (- for stdin).", valueName: "file"))
+    var inputFile: String?
+
+    @Option(
+        name: .customLong("mirror"),
+        help: ArgumentHelp(
+            "Another URL of the same file (repeatable): segments are spread over all, one connection per source unless -x says otherwise. A mirror must give the same length and ETag (the same length with --checksum), else it is dropped.",
+            valueName: "url"
+        )
+    )
+    var mirrors: [String] = []
+
+    @Option(help: ArgumentHelp("Download the files of a Metalink (RFC 5854): their mirrors, names and hashes.", valueName: "file"))
+    var metalink: String?
+
+    @Option(name: [.customShort("o"), .customShort("O"), .customLong("output")], help: "Write to this file (one URL only; -O as in wget).")
+    var output: String?
+
+    @Option(
+        name: [.customShort("d"), .customShort("P"), .customLong("dir")],
+        help: "Directory to download into, made when missing (-P as in wget)."
+    )
+    var directory: String = "."
+
+    @Flag(
+        name: [.customShort("N"), .customLong("refresh")],
+        help: "Ask the server whether a file downloaded before changed (as wget -N, curl -z); download it again if it did."
+    )
+    var refresh = false
+
+    @Flag(help: "Replace an existing file of the same name.")
+    var overwrite = false
+
+    @Flag(help: "Fail if the file already exists (instead of picking name.1.ext).")
+    var noClobber = false
+
+    @Option(help: ArgumentHelp("Verify the finished file: sha-256=HEX, sha-1=HEX or md5=HEX.", valueName: "algo=hex"))
+    var checksum: String?
+
+    @Option(help: "Priority of these downloads in the queue (higher first).")
+    var priority: Int = 0
+
+    func validate() throws {
+        if urls.isEmpty && inputFile == nil && metalink == nil { throw ValidationError("give at least one URL, or -i FILE, or --metalink FILE") }
+        if !mirrors.isEmpty && (urls.count != 1 || inputFile != nil || metalink != nil) {
+            throw ValidationError("--mirror takes one URL (with -i, put a file's mirrors on its line, separated by TABs)")
+        }
+        if output != nil && (urls.count > 1 || inputFile != nil) { throw ValidationError("-o/--output takes one URL; use -d for several") }
+        if checksum != nil && (urls.count > 1 || inputFile != nil) { throw ValidationError("--checksum takes one URL") }
+        if overwrite && noClobber { throw ValidationError("--overwrite and --no-clobber contradict each other") }
+        if metalink != nil && (output != nil || checksum != nil) { throw ValidationError("a Metalink names its files and hashes: no -o or --checksum with --metalink") }
+        if refresh && noClobber { throw ValidationError("--refresh replaces a file that changed: not with --no-clobber") }
+    }
+
+    /// The requests, and the errors of the list's lines that could not be made into one.
+    func requests(transfer: TransferOptions, console: Console) throws -> ([DownloadRequest], [SwoopError]) {
+        let checksum = try checksum.map { try Checksum(parsing: $0) }
+        let headers = try transfer.parsedHeaders()
+        let settings = try transfer.settings()
+        // Not given: a known download keeps its stored policy, a new one renames.
+        let collisionPolicy: CollisionPolicy? = overwrite ? .overwrite : (noClobber ? .fail : nil)
+        // Each entry with its checksum: --checksum's for the command line's one URL, a Metalink
+        // file's strongest hash for each of its files.
+        var entries = urls.map { (entry: URLList.Entry(url: $0, fileName: nil, line: 0, mirrors: mirrors), checksum: checksum) }
+        if let inputFile { entries += try Self.readList(inputFile).map { ($0, nil) } }
+        if let metalink {
+            entries += try Self.readMetalink(metalink).map { file in
+                (URLList.Entry(url: file.urls[0], fileName: file.name, line: 0, mirrors: Array(file.urls.dropFirst())), file.checksum)
+            }
+        }
+        // Resolved once (the current directory and its symlinks), not once per URL of a long list.
+        let base = DownloadRequest.absolute(self.directory)
+        var badLines: [SwoopError] = []
+        let requests: [DownloadRequest] = try entries.compactMap { entry, checksum in
+            var directory = base
+            var fileName = entry.fileName
+            if let output {
+                let path = (output as NSString).expandingTildeInPath
+                let dir = (path as NSString).deletingLastPathComponent
+                if !dir.isEmpty { directory = path.hasPrefix("/") ? dir : (base as NSString).appendingPathComponent(dir) }
+                fileName = (path as NSString).lastPathComponent
+            }
+            var request: DownloadRequest
+            let url = Self.withScheme(entry.url, console: console)
+            do {
+                request = try DownloadRequest(url: url, directory: directory, fileName: fileName)
+                request.mirrors = try entry.mirrors.map { try DownloadRequest.validate(Self.withScheme($0, console: console)) }
+            } catch let error as SwoopError where entry.line > 0 {
+                badLines.append(SwoopError(error.code, "\(inputFile ?? "-"):\(entry.line): \(error.message)"))
+                return nil
+            }
+            request.checksum = checksum
+            request.headers = headers
+            request.priority = priority
+            request.collisionPolicy = collisionPolicy
+            request.settings = settings
+            if !request.mirrors.isEmpty, settings.maxConnections == nil {
+                // Without -x, one connection per source (up to 16).
+                request.settings.maxConnections = min(16, 1 + request.mirrors.count)
+            }
+            request.trustMirrorLength = transfer.trustMirrorLength
+            request.refresh = refresh
+            return request
+        }
+        return (requests, badLines)
+    }
+
+    /// A URL written without a scheme (`example.com/a.iso`) is taken as http, as curl, wget and
+    /// aria2 take it, with a notice.
+    static func withScheme(_ text: String, console: Console) -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        // Only what starts like a host name or address ("example.com/a", "127.0.0.1:8080/x",
+        // "[::1]/x", "localhost:8080"): a dotted name, a bracketed address or localhost. A lone word
+        // ("not" of a line `not a url`) is no host: it stays an invalid URL, reported as such.
+        let host = trimmed.prefix { $0 != "/" && $0 != ":" && $0 != "?" && $0 != "#" }
+        guard let first = trimmed.unicodeScalars.first, !trimmed.contains("://"),
+            first == "[" || (CharacterSet.alphanumerics.contains(first) && (host.contains(".") || host.lowercased() == "localhost"))
+        else { return text }
+        let url = "http://" + trimmed
+        console.notice("no scheme in \(trimmed): using \(url)")
+        return url
+    }
+
+    private static func readMetalink(_ path: String) throws -> [Metalink.File] {
+        let expanded = (path as NSString).expandingTildeInPath
+        guard let data = FileManager.default.contents(atPath: expanded) else {
+            throw SwoopError(.fileSystem, "cannot read Metalink file \(path)")
+        }
+        return try Metalink.parse(data, source: path)
+    }
+
+    private static func readList(_ path: String) throws -> [URLList.Entry] {
+        let data: Data
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            let expanded = (path as NSString).expandingTildeInPath
+            guard let contents = FileManager.default.contents(atPath: expanded) else {
+                // Foundation does not say why: ask the system.
+                let fd = open(expanded, O_RDONLY | O_CLOEXEC)
+                let reason = fd < 0 ? String(cString: strerror(errno)) : "not a readable file"
+                if fd >= 0 { close(fd) }
+                throw SwoopError(.fileSystem, "cannot read input file \(path): \(reason)")
+            }
+            data = contents
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw SwoopError(.invalidArgument, "input file \(path) is not UTF-8 text")
+        }
+        return URLList.parse(text)
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import SwoopTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("swoop add, pause, limit, resume, rm and get beside a daemon (the binary)", .timeLimit(.minutes(2)))
+struct DaemonControlTests {
+    @Test func commandsOnTheStateDirectoryActThroughTheDaemon() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let body = Resource.random(size: 2 << 20, seed: 3)
+        server.serve("/f.bin", Resource(body: body, etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"))
+        let daemon = try await DaemonFixture.start()
+        defer { Task { _ = await daemon.stop() } }
+        let state = ["--state-dir", daemon.state]
+
+        let added = try await SwoopBinary.run(["add", "-d", daemon.downloads, "--limit-rate", "100K", server.url("/f.bin")] + state, in: daemon.root)
+        #expect(added.status == 0, "\(added.stderr)")
+        let line = try #require(added.stdoutLines.first)
+        #expect(line.hasPrefix("added ") && line.hasSuffix(" " + server.url("/f.bin")))
+        let prefix = String(line.split(separator: " ")[1])
+        let gid = try #require(try await daemon.result("aria2.tellStatus", prefix, ["gid"]) as? [String: Any])["gid"] as? String
+        #expect(try await daemon.waitFor(try #require(gid), "active"))
+
+        // The daemon pauses it at once (it is the daemon's), keeps its bytes, and resumes it.
+        let paused = try await SwoopBinary.run(["pause", prefix] + state, in: daemon.root)
+        #expect(paused.stdoutLines == ["paused \(prefix) \(server.url("/f.bin"))"])
+        #expect((try await daemon.result("aria2.tellStatus", prefix, ["status"]) as? [String: Any])?["status"] as? String == "paused")
+        let limited = try await SwoopBinary.run(["limit", prefix, "0"] + state, in: daemon.root)
+        #expect(limited.stdoutLines == ["limited \(prefix) \(server.url("/f.bin")) to no limit"])
+        let resumed = try await SwoopBinary.run(["resume", prefix] + state, in: daemon.root)
+        #expect(resumed.stdoutLines == ["resumed \(prefix) \(server.url("/f.bin"))"])
+        #expect(try await daemon.waitFor(try #require(gid), "complete"))
+        #expect(sha256Hex(file: daemon.downloads + "/f.bin") == sha256Hex(body))
+        #expect(server.requests(to: "/f.bin").count == 2)
+
+        // swoop get on the same state directory still works beside it.
+        let other = Resource.random(size: 1000, seed: 4)
+        server.serve("/g.bin", Resource(body: other, etag: "\"g\""))
+        let got = try await SwoopBinary.run(["get", "-q", "-d", daemon.downloads, server.url("/g.bin")] + state, in: daemon.root)
+        #expect(got.status == 0, "\(got.stderr)")
+        #expect(sha256Hex(file: daemon.downloads + "/g.bin") == sha256Hex(other))
+
+        let removed = try await SwoopBinary.run(["rm", prefix] + state, in: daemon.root)
+        #expect(removed.stdoutLines == ["removed \(prefix) \(server.url("/f.bin"))"])
+        let gone = try await daemon.call("aria2.tellStatus", try #require(gid))
+        #expect((gone["error"] as? [String: Any])?["message"] as? String == "No such download for GID#\(try #require(gid))")
+        #expect(sha256Hex(file: daemon.downloads + "/f.bin") == sha256Hex(body))
+    }
+
+    @Test func addWithoutADaemonQueuesForTheNextOne() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let body = Resource.random(size: 5000, seed: 5)
+        server.serve("/q.bin", Resource(body: body, etag: "\"q\""))
+        let (root, out, state) = try SwoopBinary.workspace("swoop-add")
+        let added = try await SwoopBinary.run(["add", "-d", out, "--state-dir", state, server.url("/q.bin")], in: root)
+        #expect(added.status == 0)
+        #expect(added.stdoutLines.first?.hasPrefix("added ") == true)
+        #expect(added.stderrLines.last == "swoop: no swoop daemon runs on \(state): `swoop resume` (or `swoop daemon`) starts them")
+        #expect(server.requests(to: "/q.bin").isEmpty)
+        let listed = try await SwoopBinary.run(["ls", "--state-dir", state], in: root)
+        #expect(listed.stdoutLines.last?.contains("waiting") == true)
+        // A daemon started on that state directory runs it.
+        let daemon = try await DaemonFixture.start(root: root)
+        defer { Task { _ = await daemon.stop() } }
+        let id = String(try #require(added.stdoutLines.first).split(separator: " ")[1])
+        let gid = try #require((try await daemon.result("aria2.tellStatus", id, ["gid"]) as? [String: Any])?["gid"] as? String)
+        #expect(try await daemon.waitFor(gid, "complete"))
+        #expect(sha256Hex(file: out + "/q.bin") == sha256Hex(body))
+    }
+}
