@@ -96,8 +96,19 @@ enum RawHTTP {
     }
 
     /// Sends `request`, reads until the server closes (at most `timeout`), parses the reply.
+    /// The socket blocks, so it runs on a thread of its own: never on Swift's cooperative threads
+    /// (two on this machine), which every other test needs.
     static func send(port: Int, request: [UInt8], timeout: Duration = .seconds(10), closeWrite: Bool = false) async throws -> Reply {
-        try await Task.detached {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result { try exchange(port: port, request: request, timeout: timeout, closeWrite: closeWrite) })
+            }
+            thread.start()
+        }
+    }
+
+    private static func exchange(port: Int, request: [UInt8], timeout: Duration, closeWrite: Bool) throws -> Reply {
+        try {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw DaemonFixtureError(message: "socket: \(errno)") }
             defer { close(fd) }
@@ -121,7 +132,7 @@ enum RawHTTP {
                 received += buffer[0..<count]
             }
             return parse(received)
-        }.value
+        }()
     }
 
     static func parse(_ bytes: [UInt8]) -> Reply {

@@ -100,6 +100,11 @@ struct Aria2MethodTests {
         defer { observer.cancel() }
         let gid = try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/missing"))]).string)
         #expect(await fixture.waitFor(gid, "error"))
+        // The code comes with the failure's event, which the daemon's forwarder hands over.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while await fixture.status(gid)["errorCode"] != "3", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let status = await fixture.status(gid)
         #expect(status["errorCode"] == "3")
         #expect(status["errorMessage"]?.string?.contains("404") == true)
