@@ -151,3 +151,32 @@ struct Aria2QueueTests {
         #expect(await fixture.call("aria2.changeUri", .string(gid), 2, [], []).errorMessage == "fileIndex must be 1: an HTTP download has one file")
     }
 }
+
+@Suite("aria2 methods: the rest", .timeLimit(.minutes(2)))
+struct Aria2OtherMethodTests {
+    @Test func serversVersionSessionAndForceVariants() async throws {
+        let fixture = try await RPCFixture.make(maxConcurrent: 1)
+        defer { Task { await fixture.stop() } }
+        fixture.serve("/slow.bin", size: 4 << 20)
+        fixture.server.setDefault("/slow.bin", .throttle(bytesPerSecond: 64 << 10))
+        let gid = try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/slow.bin"))]).string)
+        #expect(await fixture.waitFor(gid, "active"))
+        let servers = await fixture.value("aria2.getServers", .string(gid))
+        let server = try #require(servers.array?.first?.object?["servers"]?.array?.first?.object)
+        #expect(server["uri"]?.string == fixture.server.url("/slow.bin"))
+        #expect(servers.array?.first?.object?["index"] == "1")
+        let version = try #require(await fixture.value("aria2.getVersion").object)
+        #expect(version["version"] == "1.37.0")
+        #expect(await fixture.value("aria2.getSessionInfo").object?["sessionId"]?.string?.count == 32)
+        #expect(await fixture.value("aria2.forcePause", .string(gid)) == .string(gid))
+        #expect(await fixture.call("aria2.getServers", .string(gid)).errorMessage == "No active download for GID#\(gid)")
+        #expect(await fixture.value("aria2.unpauseAll") == "OK")
+        #expect(await fixture.waitFor(gid, "active"))
+        #expect(await fixture.value("aria2.pauseAll") == "OK")
+        #expect(await fixture.status(gid)["status"] == "paused")
+        #expect(await fixture.value("aria2.forcePauseAll") == "OK")
+        #expect(await fixture.value("aria2.forceRemove", .string(gid)) == .string(gid))
+        #expect(await fixture.status(gid)["status"] == "removed")
+        #expect(await fixture.value("aria2.getGlobalStat").object?["numStopped"] == "1")
+    }
+}
