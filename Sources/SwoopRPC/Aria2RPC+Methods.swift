@@ -66,26 +66,45 @@ extension Aria2RPC {
 
     // MARK: - Adding and stopping
 
+    /// An `addUri` call read and checked, ready to add.
+    struct PreparedAdd {
+        var request: DownloadRequest
+        var pause: Bool
+        var position: Int?
+    }
+
     func addUri(_ p: Parameters) async throws -> JSONValue {
+        let prepared = try prepareAdd(p)
+        let id = try await manager.add(prepared.request)
+        return try await finishAdd(id, prepared)
+    }
+
+    /// Reads an `addUri` call's URIs, options and position into a request, making its directory.
+    func prepareAdd(_ p: Parameters) throws -> PreparedAdd {
         let uris = try p.strings(0, "uris")
         guard let url = uris.first else { throw RPCError.method("uris must name at least one URL") }
         let options = try Aria2Options(try p.options(1))
         let position = try p.optionalInteger(2, "position")
         if let position, position < 0 { throw RPCError.method("position must be 0 or more (got \(position))") }
         let (directory, fileName) = try settings.roots.place(dir: options.dir, out: options.out)
-        // aria2 makes the directories a download goes into.
-        try FileSystem.createDirectories(directory, what: "directory", mode: 0o777)
         var request = try DownloadRequest(url: url, directory: directory, fileName: fileName)
         request.mirrors = try uris.dropFirst().map { try DownloadRequest.validate($0) }
         request.headers = options.headers
         request.checksum = options.checksum
         request.collisionPolicy = options.collisionPolicy
         request.settings = options.settings
-        let id = try await manager.add(request)
-        if options.pause {
+        try request.settings.validate()
+        // aria2 makes the directories a download goes into.
+        try FileSystem.createDirectories(directory, what: "directory", mode: 0o777)
+        return PreparedAdd(request: request, pause: options.pause, position: position)
+    }
+
+    /// What `addUri` does once the download is added: pause it, or move it to its position.
+    func finishAdd(_ id: Download.ID, _ prepared: PreparedAdd) async throws -> JSONValue {
+        if prepared.pause {
             try await manager.pause(id)
         }
-        if let position {
+        if let position = prepared.position {
             // Past the end: appended, where it already is. Started at once: nothing to move.
             let order = try await manager.queueOrder()
             if order.contains(id), position < order.count - 1 { try await manager.reorder(id, to: position) }

@@ -69,16 +69,63 @@ public final class Aria2RPC: Sendable {
 
     // MARK: - Requests
 
-    /// The answer to a request: one response, or one per call of a batch (`nil` for a batch,
-    /// as JSON-RPC has no response to an empty one, which ``RPCRequest/parse(_:)`` refuses).
+    /// The answer to a request: one response, or one per call of a batch, in the batch's order.
     public func answer(_ request: RPCRequest) async -> [RPCResponse] {
         switch request {
         case .single(let call):
             return [await answer(call)]
         case .batch(let calls):
-            var responses: [RPCResponse] = []
-            for call in calls { responses.append(await answer(call)) }
+            var responses = await addAll(calls)
+            for (index, call) in calls.enumerated() where responses[index] == nil {
+                responses[index] = await answer(call)
+            }
+            return responses.compactMap { $0 }
+        }
+    }
+
+    /// The batch's `addUri` calls, added together in one store transaction (10,000 downloads added
+    /// in batches cost a flush per batch, not one each); `nil` for the other calls. A batch may be
+    /// answered in any order (JSON-RPC 2.0), so its adds come first.
+    func addAll(_ calls: [Result<RPCCall, RPCError>]) async -> [RPCResponse?] {
+        var responses = [RPCResponse?](repeating: nil, count: calls.count)
+        var prepared: [(index: Int, id: JSONValue, add: PreparedAdd)] = []
+        for (index, call) in calls.enumerated() {
+            guard case .success(let call) = call, call.method == "aria2.addUri", isAuthorized(call) else { continue }
+            do {
+                prepared.append((index, call.id, try prepareAdd(Parameters(Array(call.params.dropFirst())))))
+            } catch {
+                responses[index] = RPCResponse(id: call.id, result: .failure(Self.rpcError(error)))
+            }
+        }
+        guard !prepared.isEmpty else { return responses }
+        let ids: [Download.ID]
+        do {
+            ids = try await manager.add(contentsOf: prepared.map(\.add.request))
+        } catch {
+            // One refused the whole transaction: each is tried on its own, for its own answer.
+            for entry in prepared { responses[entry.index] = nil }
             return responses
+        }
+        for (entry, id) in zip(prepared, ids) {
+            do {
+                responses[entry.index] = RPCResponse(id: entry.id, result: .success(try await finishAdd(id, entry.add)))
+            } catch {
+                responses[entry.index] = RPCResponse(id: entry.id, result: .failure(Self.rpcError(error)))
+            }
+        }
+        return responses
+    }
+
+    func isAuthorized(_ call: RPCCall) -> Bool {
+        guard let token = call.params.first?.string, token.hasPrefix("token:") else { return false }
+        return Self.constantTimeEqual(String(token.dropFirst(6)), settings.secret)
+    }
+
+    static func rpcError(_ error: any Error) -> RPCError {
+        switch error {
+        case let error as RPCError: return error
+        case let error as SwoopError: return .method(error.message)
+        default: return .method("\(error)")
         }
     }
 
@@ -100,17 +147,11 @@ public final class Aria2RPC: Sendable {
             return await multicall(call.params)
         default:
             guard Self.methods.contains(call.method) else { return .failure(.methodNotFound) }
-            guard let token = call.params.first?.string, token.hasPrefix("token:"),
-                Self.constantTimeEqual(String(token.dropFirst(6)), settings.secret)
-            else { return .failure(.unauthorized) }
+            guard isAuthorized(call) else { return .failure(.unauthorized) }
             do {
                 return .success(try await perform(call.method, Parameters(Array(call.params.dropFirst()))))
-            } catch let error as RPCError {
-                return .failure(error)
-            } catch let error as SwoopError {
-                return .failure(.method(error.message))
             } catch {
-                return .failure(.method("\(error)"))
+                return .failure(Self.rpcError(error))
             }
         }
     }

@@ -111,3 +111,32 @@ struct Aria2MethodTests {
         #expect(await fixture.value("aria2.tellStopped", 0, 10, ["gid", "status"]) == [["gid": .string(gid), "status": "error"]])
     }
 }
+
+@Suite("aria2 batches of addUri", .timeLimit(.minutes(1)))
+struct Aria2BatchAddTests {
+    @Test func aBatchOfAddsIsAnsweredInOrderWithEachCallsOwnError() async throws {
+        let fixture = try await RPCFixture.make(maxConcurrent: 1)
+        defer { Task { await fixture.stop() } }
+        for n in 0..<3 { fixture.serve("/b\(n).bin", size: 100, seed: UInt64(n + 1)) }
+        func add(_ id: Int, _ url: String, _ options: String = "{}") -> String {
+            #"{"jsonrpc":"2.0","id":\#(id),"method":"aria2.addUri","params":["token:s3cret",["\#(url)"],\#(options)]}"#
+        }
+        let body = "[" + [
+            add(1, fixture.server.url("/b0.bin")), add(2, fixture.server.url("/b1.bin"), #"{"dir":"/etc"}"#),
+            #"{"jsonrpc":"2.0","id":3,"method":"aria2.getVersion","params":["token:s3cret"]}"#,
+            add(4, fixture.server.url("/b2.bin"), #"{"split":"0"}"#), add(5, fixture.server.url("/b2.bin"), #"{"out":"other.bin"}"#),
+            add(6, fixture.server.url("/b1.bin")).replacingOccurrences(of: "token:s3cret", with: "token:nope"),
+        ].joined(separator: ",") + "]"
+        let responses = await fixture.rpc.answer(RPCRequest.parse(Array(body.utf8)))
+        #expect(responses.map(\.id) == [1, 2, 3, 4, 5, 6])
+        let gids = [responses[0], responses[4]].compactMap { try? $0.result.get().string }
+        #expect(gids.count == 2)
+        #expect(responses[1].result.errorMessage?.contains("is outside the download directories") == true)
+        #expect(responses[2].result.errorMessage == nil)
+        #expect(responses[3].result.errorMessage == "split: '0' is not a number from 1 to 64")
+        #expect(responses[5].result.errorMessage == "Unauthorized")
+        for gid in gids { #expect(await fixture.waitFor(gid, "complete")) }
+        #expect(fileSize(fixture.root + "/b0.bin") == 100)
+        #expect(fileSize(fixture.root + "/other.bin") == 100)
+    }
+}
