@@ -167,9 +167,11 @@ extension Aria2RPC {
 
     func globalStat() async throws -> JSONValue {
         let stats = await manager.stats()
-        let all = try await manager.downloads()
-        let waiting = all.filter { [.waiting, .paused, .interrupted].contains($0.state) }.count
-        let stopped = all.filter { Aria2Status.isStopped($0.state) }.count
+        let counts = try await manager.counts()
+        // The queue's own count of waiting downloads (a row may lag behind a start), and the stored
+        // paused and interrupted ones.
+        let waiting = stats.waiting + counts[.paused, default: 0] + counts[.interrupted, default: 0]
+        let stopped = [Download.State.completed, .failed, .removed].reduce(0) { $0 + counts[$1, default: 0] }
         return .object([
             "downloadSpeed": .decimal(Int(stats.bytesPerSecond.rounded())),
             "uploadSpeed": .string("0"),

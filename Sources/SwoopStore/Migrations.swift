@@ -119,6 +119,10 @@ extension SQLiteDownloadStore {
                 try db.execute(sql: "UPDATE control SET id = ? WHERE id = ?", arguments: [gid, old])
             }
         }
+        migrator.registerMigration("v7: state index") { db in
+            // A daemon lists its paused and stopped downloads, and counts them, often.
+            try db.create(index: "download_state", on: "download", columns: ["state"])
+        }
         return migrator
     }
 }

@@ -190,6 +190,37 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
+    public func records(ids: [Download.ID]) throws -> [DownloadRecord] {
+        try read { db in
+            let statement = try db.cachedStatement(sql: "\(Row.select) WHERE id = ?")
+            var found: [DownloadRecord] = []
+            try db.inTransaction(.deferred) {
+                found = try ids.compactMap { try Row.fetchOne(statement, arguments: [$0.rawValue])?.record }
+                return .commit
+            }
+            return found
+        }
+    }
+
+    public func records(in states: Set<Download.State>) throws -> [DownloadRecord] {
+        let list = states.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
+        return try read { db in
+            try Row.fetchAll(db.cachedStatement(sql: "\(Row.select) WHERE state IN (\(list)) ORDER BY priority DESC, position, createdAt, rowid"))
+                .map(\.record)
+        }
+    }
+
+    public func counts() throws -> [Download.State: Int] {
+        try read { db in
+            var counts: [Download.State: Int] = [:]
+            let rows = try GRDB.Row.fetchAll(db.cachedStatement(sql: "SELECT state, COUNT(*) FROM download GROUP BY state"))
+            for row in rows {
+                if let state = Download.State(rawValue: row[0]) { counts[state] = row[1] }
+            }
+            return counts
+        }
+    }
+
     public func delete(id: Download.ID) throws {
         try delete(ids: [id])
     }

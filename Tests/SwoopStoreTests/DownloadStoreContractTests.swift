@@ -6,7 +6,7 @@ import Testing
 
 /// What every `DownloadStore` promises about `update(_:durable:)` and `markActive(id:at:)`, checked
 /// against the SQLite store and the in-memory one (which uses the protocol's default versions).
-@Suite("DownloadStore: update and markActive, in both stores")
+@Suite("DownloadStore: update, markActive and the daemon's reads, in both stores")
 struct DownloadStoreContractTests {
     enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case sqlite
@@ -173,5 +173,25 @@ struct DownloadStoreContractTests {
         for control in all { #expect(DownloadControl(rawValue: control.rawValue) == control) }
         #expect(DownloadControl(rawValue: "explode") == nil)
         #expect(Set(all.map(\.rawValue)).count == all.count)
+    }
+
+    /// A daemon's reads: a page of records by id, the records in some states, counts by state.
+    @Test(arguments: Kind.allCases)
+    func recordsByIDsByStatesAndCounts(kind: Kind) throws {
+        let store = try makeStore(kind)
+        var records: [DownloadRecord] = []
+        for (index, state) in [Download.State.waiting, .paused, .completed, .paused, .failed].enumerated() {
+            var record = record("f\(index).bin", state: state)
+            record.position = 10 - index
+            records.append(record)
+        }
+        try store.save(contentsOf: records)
+        let ids = [records[3].id, Download.ID.make(), records[0].id]
+        #expect(try store.records(ids: ids).map(\.id) == [records[3].id, records[0].id])
+        // Queue order: position 7 (f3) before 9 (f1).
+        #expect(try store.records(in: [.paused]).map(\.id) == [records[3].id, records[1].id])
+        #expect(try store.records(in: [.completed, .failed]).map(\.id) == [records[4].id, records[2].id])
+        #expect(try store.records(in: [.removed]).isEmpty)
+        #expect(try store.counts() == [.waiting: 1, .paused: 2, .completed: 1, .failed: 1])
     }
 }

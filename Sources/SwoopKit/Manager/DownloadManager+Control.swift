@@ -193,7 +193,7 @@ extension DownloadManager {
 
     /// The queue's waiting entries and the paused and interrupted downloads of the store, in start order.
     func unstartedEntries() throws -> [DownloadQueue.Entry] {
-        let stopped = try store.all().filter { ($0.state == .paused || $0.state == .interrupted) && !queue.contains($0.id) && !runs.contains($0.id) }
+        let stopped = try store.records(in: [.paused, .interrupted]).filter { !queue.contains($0.id) && !runs.contains($0.id) }
         guard !stopped.isEmpty else { return queue.waiting }
         return (queue.waiting + stopped.map(Self.entry)).sorted(by: DownloadQueue.Entry.precedes)
     }

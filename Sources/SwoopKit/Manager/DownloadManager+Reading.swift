@@ -55,19 +55,24 @@ extension DownloadManager {
     /// The details of the downloads with these ids that exist, in the order given.
     public func details(ids: [Download.ID]) throws -> [DownloadDetails] {
         let current = runs.snapshots()
-        return try ids.compactMap { id in
-            guard let record = try store.record(id: id) else { return nil }
-            return DownloadDetails(download: current[id] ?? record.snapshot(), record: record)
+        return try store.records(ids: ids).map { record in
+            DownloadDetails(download: current[record.id] ?? record.snapshot(), record: record)
         }
     }
 
-    /// The details of every download in the store in one of `states` (all when `nil`), in queue order.
-    public func details(matching states: Set<Download.State>?) throws -> [DownloadDetails] {
+    /// The details of the downloads stored in one of `states` and still in one (a running
+    /// download's live state may be ahead of its row), in queue order.
+    public func details(matching states: Set<Download.State>) throws -> [DownloadDetails] {
         let current = runs.snapshots()
-        return try store.all().compactMap { record in
+        return try store.records(in: states).compactMap { record in
             let download = current[record.id] ?? record.snapshot()
-            return states.map { $0.contains(download.state) } ?? true ? DownloadDetails(download: download, record: record) : nil
+            return states.contains(download.state) ? DownloadDetails(download: download, record: record) : nil
         }
+    }
+
+    /// How many downloads of the store are in each state.
+    public func counts() throws -> [Download.State: Int] {
+        try store.counts()
     }
 
     /// The ids of the downloads running in this manager now.

@@ -36,6 +36,12 @@ public protocol DownloadStore: Sendable {
     func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws
     /// Every record, in queue order (priority, then position, then age).
     func all() throws -> [DownloadRecord]
+    /// The records with these ids that exist, in the order given (a daemon's page of its list).
+    func records(ids: [Download.ID]) throws -> [DownloadRecord]
+    /// The records in these states, in queue order.
+    func records(in states: Set<Download.State>) throws -> [DownloadRecord]
+    /// How many records there are in each state (a state with none is left out).
+    func counts() throws -> [Download.State: Int]
     /// Deletes a record.
     func delete(id: Download.ID) throws
     /// Deletes many records (in one transaction where the store has them).
@@ -87,6 +93,18 @@ extension DownloadStore {
     }
 
     public func close() throws {}
+
+    public func records(ids: [Download.ID]) throws -> [DownloadRecord] {
+        try ids.compactMap { try record(id: $0) }
+    }
+
+    public func records(in states: Set<Download.State>) throws -> [DownloadRecord] {
+        try all().filter { states.contains($0.state) }
+    }
+
+    public func counts() throws -> [Download.State: Int] {
+        try all().reduce(into: [:]) { $0[$1.state, default: 0] += 1 }
+    }
 
     /// A store that cannot pass requests between the managers that share it.
     public func post(_ control: PostedControl) throws {
