@@ -83,12 +83,60 @@ extension JSONValue {
         try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
     }
 
-    /// The value as compact JSON text (keys sorted, so equal values give equal text).
+    /// The value as compact JSON text (keys sorted, so equal values give equal text). Written
+    /// byte by byte: a `tellWaiting` of 1,000 downloads is 15,000 values, which `JSONEncoder`
+    /// (a container per value) takes several times longer to write.
     public func serialized() -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding a JSONValue cannot fail: every case is plain JSON (a non-finite double is never made).
-        return (try? Array(encoder.encode(self))) ?? Array("null".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(to: &out)
+        return out
+    }
+
+    func write(to out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .integer(let value): out.append(contentsOf: String(value).utf8)
+        case .double(let value): out.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8)
+        case .string(let value): Self.write(string: value, to: &out)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                element.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                Self.write(string: key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                members[key]?.write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// A JSON string (RFC 8259): quotes, backslashes and control characters escaped, the rest as
+    /// UTF-8.
+    static func write(string: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }
 
