@@ -27,7 +27,7 @@ extension Aria2RPC {
 
     func tellActive(_ p: Parameters) async throws -> JSONValue {
         let keys = try p.keys(0)
-        let active = try await manager.details(ids: await manager.runningIDs()).filter { $0.download.state == .active }
+        let active = try await manager.runningDetails()
         return .array(active.map { status($0).json(keys: keys) })
     }
 

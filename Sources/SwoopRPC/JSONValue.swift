@@ -123,6 +123,12 @@ extension JSONValue {
     /// UTF-8.
     static func write(string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings (ids, numbers, paths, URLs) need no escape: copied whole.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: string.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in string.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

@@ -75,6 +75,11 @@ extension DownloadManager {
         try store.counts()
     }
 
+    /// The details of the downloads running in this manager now (in one call: a daemon asks often).
+    public func runningDetails() throws -> [DownloadDetails] {
+        try details(ids: Array(queue.active.keys)).filter { $0.download.state == .active }
+    }
+
     /// The ids of the downloads running in this manager now.
     public func runningIDs() -> [Download.ID] {
         Array(queue.active.keys)
