@@ -49,4 +49,28 @@ struct DaemonWebSocketTests {
             #expect((notification["params"] as? [[String: String]]) == [["gid": gid]])
         }
     }
+
+    @Test func aMessageOverOneMebibyteClosesTheSession() async throws {
+        let daemon = try await DaemonFixture.start()
+        defer { Task { _ = await daemon.stop() } }
+        let script = """
+            import sys, websocket
+            ws = websocket.create_connection(sys.argv[1], timeout=10)
+            ws.send("[" + " " * (2 << 20) + "]")
+            try:
+                opcode, data = ws.recv_data(control_frame=True)
+                print(opcode, int.from_bytes(data[:2], "big") if len(data) >= 2 else None)
+            except Exception as error:
+                print("closed", type(error).__name__)
+            """
+        let result = try await SwoopBinary.run(
+            ["python3", "-c", script, "ws://127.0.0.1:\(daemon.port)/jsonrpc"], in: daemon.root, executable: "/usr/bin/env", timeout: .seconds(60)
+        )
+        // A close frame (opcode 8) with status 1009, "message too big", or, when the client is still
+        // sending as the server closes, a reset: never an answer.
+        let line = try #require(result.stdoutLines.first)
+        #expect(line == "8 1009" || line.hasPrefix("closed "), "\(result.stdout) \(result.stderr)")
+        // The daemon goes on serving.
+        #expect(try await daemon.result("aria2.getVersion") != nil)
+    }
 }
