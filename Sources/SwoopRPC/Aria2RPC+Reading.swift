@@ -62,20 +62,15 @@ extension Aria2RPC {
         let status = try await status(p)
         let record = status.record
         let configuration = record.settings.applied(to: manager.configuration)
-        var options: [String: JSONValue] = [
+        var options = Self.options(of: configuration)
+        options.merge([
             "dir": .string(record.directory),
-            "split": .decimal(configuration.segments.maxConnections),
-            "max-connection-per-server": .decimal(configuration.segments.maxConnections),
-            "min-split-size": .decimal(configuration.segments.minSplitSize),
-            "max-tries": .decimal(configuration.retry.maxRetries + 1),
             "retry-wait": .decimal(Int(configuration.retry.baseDelay.components.seconds)),
-            "timeout": .decimal(Int(configuration.timeouts.idle.components.seconds)),
-            "connect-timeout": .decimal(Int(configuration.timeouts.connect.components.seconds)),
             "check-certificate": .string(configuration.tls.insecure ? "false" : "true"),
             "allow-overwrite": .string(record.collisionPolicy == .overwrite ? "true" : "false"),
             "auto-file-renaming": .string(record.collisionPolicy == .rename ? "true" : "false"),
             "max-download-limit": .decimal(record.settings.bytesPerSecond ?? 0),
-        ]
+        ]) { $1 }
         if let name = record.fileName ?? (record.requestedName.isEmpty ? nil : record.requestedName) { options["out"] = .string(name) }
         if !record.headers.isEmpty { options["header"] = .array(record.headers.map { .string("\($0.name): \($0.value)") }) }
         if let checksum = record.checksum { options["checksum"] = .string(checksum) }
@@ -128,19 +123,27 @@ extension Aria2RPC {
     func globalOption() async -> JSONValue {
         let configuration = manager.configuration
         let stats = await manager.stats()
-        return .object([
+        var options = Self.options(of: configuration)
+        options.merge([
             "dir": .string(settings.roots.defaultDirectory),
             "max-concurrent-downloads": .decimal(stats.maxConcurrentDownloads),
             "max-overall-download-limit": .decimal(await manager.overallRateLimit ?? 0),
             "max-download-limit": .decimal(await manager.defaultRateLimit ?? 0),
+            "user-agent": .string(configuration.userAgent),
+        ]) { $1 }
+        return .object(options)
+    }
+
+    /// The options a configuration sets, as aria2 names them.
+    static func options(of configuration: Configuration) -> [String: JSONValue] {
+        [
             "split": .decimal(configuration.segments.maxConnections),
             "max-connection-per-server": .decimal(configuration.segments.maxConnections),
             "min-split-size": .decimal(configuration.segments.minSplitSize),
             "max-tries": .decimal(configuration.retry.maxRetries + 1),
             "timeout": .decimal(Int(configuration.timeouts.idle.components.seconds)),
             "connect-timeout": .decimal(Int(configuration.timeouts.connect.components.seconds)),
-            "user-agent": .string(configuration.userAgent),
-        ])
+        ]
     }
 
     /// The global options that change live: how many downloads run at once and the rate limits.

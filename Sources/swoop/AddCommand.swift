@@ -18,15 +18,8 @@ struct AddCommand: AsyncParsableCommand {
 
     func run() async throws {
         let console = Console(quiet: global.quiet)
-        let requests: [DownloadRequest]
-        let badLines: [SwoopError]
-        do {
-            (requests, badLines) = try request.requests(transfer: transfer, console: console)
-            try FileSystem.createDirectories(DownloadRequest.absolute(request.directory), what: "directory", mode: 0o777)
-        } catch let error as SwoopError {
-            throw error.exit(on: console)
-        }
-        for error in badLines { console.error(error.userMessage) }
+        // A bad line of a list is reported and skipped; the rest go on, and the exit status says so.
+        let (requests, badLines) = try request.prepared(transfer: transfer, console: console)
         var status = badLines.first.map(ExitStatus.code(for:)) ?? ExitStatus.success
         if let daemon = DaemonClient.find(global) {
             for request in requests {

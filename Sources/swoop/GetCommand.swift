@@ -26,16 +26,8 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let console = Console(quiet: global.quiet)
-        let requests: [DownloadRequest]
-        let badLines: [SwoopError]
-        do {
-            (requests, badLines) = try request.requests(transfer: transfer, console: console)
-            try FileSystem.createDirectories(DownloadRequest.absolute(request.directory), what: "directory", mode: 0o777)
-        } catch let error as SwoopError {
-            throw error.exit(on: console)
-        }
-        // A bad line of a list is reported and skipped; the rest download, and the exit status says so.
-        for error in badLines { console.error(error.userMessage) }
+        // A bad line of a list is reported and skipped; the rest go on, and the exit status says so.
+        let (requests, badLines) = try request.prepared(transfer: transfer, console: console)
         if requests.isEmpty, let first = badLines.first { throw ExitCode(ExitStatus.code(for: first)) }
         if requests.isEmpty {
             // A list with nothing but comments and blank lines, as wget says.

@@ -63,6 +63,22 @@ struct RequestOptions: ParsableArguments {
         if refresh && noClobber { throw ValidationError("--refresh replaces a file that changed: not with --no-clobber") }
     }
 
+    /// The requests, with their directory made; a line of a list that is not a download is
+    /// reported (and its error returned, for the exit status).
+    ///
+    /// - Throws: `ExitCode` after printing an error that stops the command.
+    func prepared(transfer: TransferOptions, console: Console) throws -> ([DownloadRequest], [SwoopError]) {
+        let (requests, badLines): ([DownloadRequest], [SwoopError])
+        do {
+            (requests, badLines) = try self.requests(transfer: transfer, console: console)
+            try FileSystem.createDirectories(DownloadRequest.absolute(directory), what: "directory", mode: 0o777)
+        } catch let error as SwoopError {
+            throw error.exit(on: console)
+        }
+        for error in badLines { console.error(error.userMessage) }
+        return (requests, badLines)
+    }
+
     /// The requests, and the errors of the list's lines that could not be made into one.
     func requests(transfer: TransferOptions, console: Console) throws -> ([DownloadRequest], [SwoopError]) {
         let checksum = try checksum.map { try Checksum(parsing: $0) }
