@@ -20,13 +20,15 @@ public enum Aria2Paging {
     ///
     /// - Throws: ``RPCError`` for any other `how`.
     public static func position(current: Int, count: Int, pos: Int, how: String) throws -> Int {
-        let target: Int
+        let base: Int
         switch how {
-        case "POS_SET": target = pos
-        case "POS_CUR": target = current + pos
-        case "POS_END": target = count - 1 + pos
+        case "POS_SET": base = 0
+        case "POS_CUR": base = current
+        case "POS_END": base = count - 1
         default: throw RPCError.method("how must be POS_SET, POS_CUR or POS_END (got '\(how)')")
         }
-        return max(0, min(count - 1, target))
+        // Clamped first: any Int is a valid (if far) offset, and none may overflow.
+        let offset = max(-count, min(count, pos))
+        return max(0, min(count - 1, base + offset))
     }
 }

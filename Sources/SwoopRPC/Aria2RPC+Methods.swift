@@ -69,7 +69,6 @@ extension Aria2RPC {
     /// An `addUri` call read and checked, ready to add.
     struct PreparedAdd {
         var request: DownloadRequest
-        var pause: Bool
         var position: Int?
     }
 
@@ -93,17 +92,15 @@ extension Aria2RPC {
         request.checksum = options.checksum
         request.collisionPolicy = options.collisionPolicy
         request.settings = options.settings
+        request.paused = options.pause
         try request.settings.validate()
         // aria2 makes the directories a download goes into.
         try FileSystem.createDirectories(directory, what: "directory", mode: 0o777)
-        return PreparedAdd(request: request, pause: options.pause, position: position)
+        return PreparedAdd(request: request, position: position)
     }
 
-    /// What `addUri` does once the download is added: pause it, or move it to its position.
+    /// What `addUri` does once the download is added (paused or not): move it to its position.
     func finishAdd(_ id: Download.ID, _ prepared: PreparedAdd) async throws -> JSONValue {
-        if prepared.pause {
-            try await manager.pause(id)
-        }
         if let position = prepared.position {
             // Past the end: appended, where it already is. Started at once: nothing to move.
             let order = try await manager.queueOrder()

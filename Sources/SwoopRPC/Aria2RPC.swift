@@ -69,15 +69,24 @@ public final class Aria2RPC: Sendable {
 
     // MARK: - Requests
 
+    /// What one request (a call, a batch, a multicall) has met so far.
+    public final class Attempt: @unchecked Sendable {
+        /// A call of this request carried a wrong token: every later one is refused unchecked, so
+        /// that a batch or a multicall tries one secret, not thousands, per delayed answer.
+        public internal(set) var wasRefused = false
+        public init() {}
+    }
+
     /// The answer to a request: one response, or one per call of a batch, in the batch's order.
-    public func answer(_ request: RPCRequest) async -> [RPCResponse] {
+    /// `attempt.wasRefused` says whether to delay it (``RPCError/unauthorized``).
+    public func answer(_ request: RPCRequest, attempt: Attempt = Attempt()) async -> [RPCResponse] {
         switch request {
         case .single(let call):
-            return [await answer(call)]
+            return [await answer(call, attempt)]
         case .batch(let calls):
-            var responses = await addAll(calls)
+            var responses = await addAll(calls, attempt)
             for (index, call) in calls.enumerated() where responses[index] == nil {
-                responses[index] = await answer(call)
+                responses[index] = await answer(call, attempt)
             }
             return responses.compactMap { $0 }
         }
@@ -86,11 +95,15 @@ public final class Aria2RPC: Sendable {
     /// The batch's `addUri` calls, added together in one store transaction (10,000 downloads added
     /// in batches cost a flush per batch, not one each); `nil` for the other calls. A batch may be
     /// answered in any order (JSON-RPC 2.0), so its adds come first.
-    func addAll(_ calls: [Result<RPCCall, RPCError>]) async -> [RPCResponse?] {
+    func addAll(_ calls: [Result<RPCCall, RPCError>], _ attempt: Attempt) async -> [RPCResponse?] {
         var responses = [RPCResponse?](repeating: nil, count: calls.count)
         var prepared: [(index: Int, id: JSONValue, add: PreparedAdd)] = []
         for (index, call) in calls.enumerated() {
-            guard case .success(let call) = call, call.method == "aria2.addUri", isAuthorized(call) else { continue }
+            guard case .success(let call) = call, Self.methods.contains(call.method), !call.method.hasPrefix("system.") else { continue }
+            // Up to the first wrong token: from there on every call is refused (in the pass below,
+            // which answers in order and marks the attempt).
+            guard !attempt.wasRefused, tokenMatches(call) else { break }
+            guard call.method == "aria2.addUri" else { continue }
             do {
                 prepared.append((index, call.id, try prepareAdd(Parameters(Array(call.params.dropFirst())))))
             } catch {
@@ -116,7 +129,18 @@ public final class Aria2RPC: Sendable {
         return responses
     }
 
-    func isAuthorized(_ call: RPCCall) -> Bool {
+    /// Whether the call carries the secret and no earlier call of its request carried a wrong
+    /// one; a refusal marks the attempt.
+    func isAuthorized(_ call: RPCCall, _ attempt: Attempt) -> Bool {
+        guard !attempt.wasRefused, tokenMatches(call) else {
+            attempt.wasRefused = true
+            return false
+        }
+        return true
+    }
+
+    /// Whether the call's first parameter is `token:SECRET`.
+    func tokenMatches(_ call: RPCCall) -> Bool {
         guard let token = call.params.first?.string, token.hasPrefix("token:") else { return false }
         return Self.constantTimeEqual(String(token.dropFirst(6)), settings.secret)
     }
@@ -129,25 +153,25 @@ public final class Aria2RPC: Sendable {
         }
     }
 
-    func answer(_ call: Result<RPCCall, RPCError>) async -> RPCResponse {
+    func answer(_ call: Result<RPCCall, RPCError>, _ attempt: Attempt) async -> RPCResponse {
         switch call {
         case .failure(let error): return RPCResponse(id: .null, result: .failure(error))
-        case .success(let call): return RPCResponse(id: call.id, result: await result(of: call))
+        case .success(let call): return RPCResponse(id: call.id, result: await result(of: call, attempt))
         }
     }
 
     /// One call's result, the secret checked first.
-    public func result(of call: RPCCall) async -> Result<JSONValue, RPCError> {
+    public func result(of call: RPCCall, _ attempt: Attempt = Attempt()) async -> Result<JSONValue, RPCError> {
         switch call.method {
         case "system.listMethods":
             return .success(.array(Self.methods.map { .string($0) }))
         case "system.listNotifications":
             return .success(.array(Self.notifications.map { .string($0) }))
         case "system.multicall":
-            return await multicall(call.params)
+            return await multicall(call.params, attempt)
         default:
             guard Self.methods.contains(call.method) else { return .failure(.methodNotFound) }
-            guard isAuthorized(call) else { return .failure(.unauthorized) }
+            guard isAuthorized(call, attempt) else { return .failure(.unauthorized) }
             do {
                 return .success(try await perform(call.method, Parameters(Array(call.params.dropFirst()))))
             } catch {
@@ -158,7 +182,7 @@ public final class Aria2RPC: Sendable {
 
     /// `system.multicall([{methodName, params}, …])`: `[result]` for each call that succeeded, its
     /// error object for each that failed.
-    func multicall(_ params: [JSONValue]) async -> Result<JSONValue, RPCError> {
+    func multicall(_ params: [JSONValue], _ attempt: Attempt) async -> Result<JSONValue, RPCError> {
         guard let calls = params.first?.array else { return .failure(.method("system.multicall takes an array of calls")) }
         var results: [JSONValue] = []
         for value in calls {
@@ -170,7 +194,7 @@ public final class Aria2RPC: Sendable {
                 results.append(RPCError.method("system.multicall cannot be nested").json)
                 continue
             }
-            switch await result(of: RPCCall(method: method, params: members["params"]?.array ?? [])) {
+            switch await result(of: RPCCall(method: method, params: members["params"]?.array ?? []), attempt) {
             case .success(let value): results.append(.array([value]))
             case .failure(let error): results.append(error.json)
             }

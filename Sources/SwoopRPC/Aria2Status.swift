@@ -3,10 +3,12 @@ import SwoopKit
 /// A download as aria2's `tellStatus` shows it. Pure: built from a snapshot and its record.
 ///
 /// Every number is a decimal string, as aria2 sends them. An HTTP download is one file with one
-/// URI per source (the URL, then its mirrors); pieces are 1 MiB, and a piece counts in the bitfield
-/// when all its bytes are written.
+/// URI per source (the URL, then its mirrors); pieces are 1 MiB (larger for files over 64 GiB, so
+/// that there are at most 65,536), and a piece counts in the bitfield when all its bytes are written.
+/// Only the keys asked for are computed.
 public struct Aria2Status: Sendable {
-    public static let pieceLength = 1 << 20
+    /// The most pieces a bitfield has (8 KiB of bits).
+    public static let maxPieces = 1 << 16
 
     public var download: Download
     public var record: DownloadRecord
@@ -91,10 +93,19 @@ public struct Aria2Status: Sendable {
         ])
     }
 
+    /// The piece length: 1 MiB, doubled until the file has at most ``maxPieces`` pieces.
+    public var pieceLength: Int {
+        var length = 1 << 20
+        let total = download.totalBytes ?? 0
+        while total / length >= Self.maxPieces, length < Int.max / 4 { length *= 2 }
+        return length
+    }
+
     /// Pieces of ``pieceLength`` bytes; 0 while the length is unknown.
     public var numPieces: Int {
         guard let total = download.totalBytes, total > 0 else { return 0 }
-        return (total + Self.pieceLength - 1) / Self.pieceLength
+        let length = pieceLength
+        return total / length + (total % length == 0 ? 0 : 1)
     }
 
     /// aria2's bitfield: one bit per piece, high bit first, as hex; "" while the length is unknown.
@@ -104,52 +115,58 @@ public struct Aria2Status: Sendable {
         if download.state == .completed {
             written = [0..<total]
         } else if let segments = record.segments {
-            written = segments.map { $0.start..<($0.start + $0.written) }
+            written = segments.map { $0.start..<min(total, $0.start + $0.written) }.filter { !$0.isEmpty }
         } else {
             written = [0..<min(download.completedBytes, total)]
         }
-        var bytes = [UInt8](repeating: 0, count: (numPieces + 7) / 8)
-        for piece in 0..<numPieces {
-            let range = piece * Self.pieceLength..<min(total, (piece + 1) * Self.pieceLength)
-            if written.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) {
-                bytes[piece / 8] |= 0x80 >> UInt8(piece % 8)
-            }
+        let length = pieceLength, count = numPieces
+        var bytes = [UInt8](repeating: 0, count: (count + 7) / 8)
+        // The pieces wholly inside each written range.
+        for range in written {
+            let first = range.lowerBound / length + (range.lowerBound % length == 0 ? 0 : 1)
+            let last = range.upperBound == total ? count : range.upperBound / length
+            guard first < last else { continue }
+            for piece in first..<last { bytes[piece / 8] |= 0x80 >> UInt8(piece % 8) }
         }
-        let hex = Array("0123456789abcdef")
-        return String(bytes.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] })
+        let hex = Array("0123456789abcdef".utf8)
+        return String(decoding: bytes.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }, as: UTF8.self)
     }
 
     /// Every key aria2 sends for an HTTP download.
-    public var all: [String: JSONValue] {
+    public static let keys = [
+        "gid", "status", "totalLength", "completedLength", "uploadLength", "downloadSpeed", "uploadSpeed", "connections",
+        "numSeeders", "pieceLength", "numPieces", "bitfield", "dir", "files", "errorCode", "errorMessage",
+    ]
+
+    /// One key's value, or `nil` for a key aria2 would not send for this download.
+    public func value(_ key: String) -> JSONValue? {
         let state = download.state
-        var status: [String: JSONValue] = [
-            "gid": .string(download.id.rawValue),
-            "status": .string(Self.status(state)),
-            "totalLength": .decimal(download.totalBytes ?? 0),
-            "completedLength": .decimal(download.completedBytes),
-            "uploadLength": .string("0"),
-            "downloadSpeed": .decimal(Int(download.bytesPerSecond.rounded())),
-            "uploadSpeed": .string("0"),
-            "connections": .decimal(state == .active ? max(download.connections, 1) : 0),
-            "numSeeders": .string("0"),
-            "pieceLength": .decimal(Self.pieceLength),
-            "numPieces": .decimal(numPieces),
-            "bitfield": .string(bitfield),
-            "dir": .string(record.directory),
-            "files": files,
-            "errorCode": .decimal(state == .failed ? (errorCode ?? 1) : 0),
-        ]
-        if state == .failed || download.error != nil {
-            status["errorMessage"] = .string(download.error ?? "")
+        switch key {
+        case "gid": return .string(download.id.rawValue)
+        case "status": return .string(Self.status(state))
+        case "totalLength": return .decimal(download.totalBytes ?? 0)
+        case "completedLength": return .decimal(download.completedBytes)
+        case "uploadLength", "uploadSpeed", "numSeeders": return .string("0")
+        case "downloadSpeed": return .decimal(Int(download.bytesPerSecond.rounded()))
+        case "connections": return .decimal(state == .active ? max(download.connections, 1) : 0)
+        case "pieceLength": return .decimal(pieceLength)
+        case "numPieces": return .decimal(numPieces)
+        case "bitfield": return .string(bitfield)
+        case "dir": return .string(record.directory)
+        case "files": return files
+        case "errorCode": return .decimal(state == .failed ? (errorCode ?? 1) : 0)
+        case "errorMessage": return state == .failed || download.error != nil ? .string(download.error ?? "") : nil
+        default: return nil
         }
-        return status
     }
 
     /// The keys asked for (all when `keys` is empty), as aria2's `keys` parameter selects.
     public func json(keys: [String]) -> JSONValue {
-        let all = self.all
-        guard !keys.isEmpty else { return .object(all) }
-        return .object(all.filter { keys.contains($0.key) })
+        var object: [String: JSONValue] = [:]
+        for key in keys.isEmpty ? Self.keys : keys {
+            if let value = value(key) { object[key] = value }
+        }
+        return .object(object)
     }
 
     static func join(_ directory: String, _ name: String) -> String {

@@ -180,3 +180,54 @@ struct Aria2OtherMethodTests {
         #expect(await fixture.value("aria2.getGlobalStat").object?["numStopped"] == "1")
     }
 }
+
+@Suite("aria2 mappings at the edges")
+struct Aria2EdgeTests {
+    @Test func positionsNeverOverflow() throws {
+        #expect(try Aria2Paging.position(current: 2, count: 3, pos: Int.max, how: "POS_CUR") == 2)
+        #expect(try Aria2Paging.position(current: 2, count: 3, pos: Int.min, how: "POS_CUR") == 0)
+        #expect(try Aria2Paging.position(current: 0, count: 3, pos: Int.max, how: "POS_END") == 2)
+        #expect(try Aria2Paging.position(current: 0, count: 3, pos: -1, how: "POS_END") == 1)
+        #expect(Aria2Paging.indices(count: 5, offset: Int.min, num: Int.max) == [])
+        #expect(Aria2Paging.indices(count: 5, offset: 3, num: Int.max) == [3, 4])
+    }
+
+    @Test func aHugeFileHasBoundedPiecesAndItsStatusIsQuick() {
+        let total = Int.max
+        var record = DownloadRecord(url: "http://127.0.0.1/x", directory: "/tmp", requestedName: "", bootID: "b")
+        record.totalBytes = total
+        record.segments = [Segment(start: 0, end: total / 2, written: 3 << 20, synced: 0)]
+        var download = record.snapshot()
+        download.state = .active
+        download.completedBytes = 3 << 20
+        let status = Aria2Status(download: download, record: record)
+        #expect(status.numPieces <= Aria2Status.maxPieces)
+        #expect(status.pieceLength >= 1 << 20)
+        #expect(status.bitfield.count == (status.numPieces + 7) / 8 * 2)
+        // Only what is asked for is computed: a status of 2 keys costs no bitfield.
+        #expect(status.json(keys: ["status", "totalLength"]) == ["status": "active", "totalLength": .string(String(total))])
+        // A 1 MiB-piece file: 3 whole pieces written.
+        var small = record
+        small.totalBytes = 10 << 20
+        small.segments = [Segment(start: 0, end: 5 << 20, written: (3 << 20) + 5, synced: 0), Segment(start: 5 << 20, end: 10 << 20, written: 5 << 20, synced: 0)]
+        var smallDownload = download
+        smallDownload.totalBytes = 10 << 20
+        #expect(Aria2Status(download: smallDownload, record: small).bitfield == "e7c0")
+    }
+
+    @Test func addedPausedInABatchNeverStarts() async throws {
+        let fixture = try await RPCFixture.make()
+        defer { Task { await fixture.stop() } }
+        for n in 0..<5 { fixture.serve("/p\(n).bin", size: 100, seed: UInt64(n + 1)) }
+        let batch = "[" + (0..<5).map { n in
+            #"{"id":\#(n),"method":"aria2.addUri","params":["token:s3cret",["\#(fixture.server.url("/p\(n).bin"))"],{"pause":"true"}]}"#
+        }.joined(separator: ",") + "]"
+        let responses = await fixture.rpc.answer(RPCRequest.parse(Array(batch.utf8)))
+        let gids = responses.compactMap { try? $0.result.get().string }
+        #expect(gids.count == 5)
+        try await Task.sleep(for: .milliseconds(300))
+        for gid in gids { #expect(await fixture.status(gid)["status"] == "paused") }
+        #expect(fixture.server.requests.isEmpty)
+        #expect(await fixture.value("aria2.tellWaiting", 0, 10).array?.count == 5)
+    }
+}

@@ -74,17 +74,36 @@ struct RPCEnvelopeTests {
         defer { Task { await fixture.stop() } }
         let calls: JSONValue = [
             ["methodName": "aria2.getSessionInfo", "params": ["token:s3cret"]],
-            ["methodName": "aria2.getSessionInfo", "params": ["token:nope"]],
             ["methodName": "aria2.tellStatus", "params": ["token:s3cret", "ffffffffffffffff"]],
             ["methodName": "system.listNotifications"],
+            ["methodName": "aria2.getSessionInfo", "params": ["token:nope"]],
         ]
-        let result = try await fixture.rpc.result(of: RPCCall(method: "system.multicall", params: [calls])).get()
+        let attempt = Aria2RPC.Attempt()
+        let result = try await fixture.rpc.result(of: RPCCall(method: "system.multicall", params: [calls]), attempt).get()
         let entries = try #require(result.array)
         #expect(entries.count == 4)
         #expect(entries[0].array?.first?.object?["sessionId"]?.string?.count == 32)
-        #expect(entries[1] == ["code": 1, "message": "Unauthorized"])
-        #expect(entries[2] == ["code": 1, "message": "No such download for GID#ffffffffffffffff"])
-        #expect(entries[3].array?.first?.array?.count == Aria2RPC.notifications.count)
+        #expect(entries[1] == ["code": 1, "message": "No such download for GID#ffffffffffffffff"])
+        #expect(entries[2].array?.first?.array?.count == Aria2RPC.notifications.count)
+        #expect(entries[3] == ["code": 1, "message": "Unauthorized"])
+        #expect(attempt.wasRefused)
+    }
+
+    /// One secret tried per request: after a wrong token, a batch or multicall refuses the rest
+    /// unchecked (and the daemon delays the whole answer), so guessing stays one try a second.
+    @Test func afterAWrongTokenEveryLaterCallOfTheRequestIsRefused() async throws {
+        let fixture = try await RPCFixture.make()
+        defer { Task { await fixture.stop() } }
+        let guesses: JSONValue = .array((0..<100).map { .object(["methodName": "aria2.getSessionInfo", "params": [.string("token:guess\($0)")]]) }
+            + [["methodName": "aria2.getSessionInfo", "params": ["token:s3cret"]]])
+        let result = try await fixture.rpc.result(of: RPCCall(method: "system.multicall", params: [guesses])).get()
+        #expect(result.array?.allSatisfy { $0 == ["code": 1, "message": "Unauthorized"] } == true)
+        let batch = "[" + (0..<50).map { #"{"id":\#($0),"method":"aria2.getVersion","params":["token:guess\#($0)"]}"# }.joined(separator: ",")
+            + #",{"id":99,"method":"aria2.getVersion","params":["token:s3cret"]}]"#
+        let attempt = Aria2RPC.Attempt()
+        let responses = await fixture.rpc.answer(RPCRequest.parse(Array(batch.utf8)), attempt: attempt)
+        #expect(responses.allSatisfy { $0.result == .failure(.unauthorized) })
+        #expect(attempt.wasRefused)
     }
 
     @Test func bitTorrentAndMetalinkMethodsSaySo() async throws {

@@ -19,8 +19,10 @@ struct JSONRPCEndpoint: Sendable {
     /// batch's array (200).
     func answer(_ body: some Collection<UInt8>) async -> (status: Int, json: [UInt8]) {
         let request = RPCRequest.parse(body)
-        let responses = await rpc.answer(request)
-        if responses.contains(where: { $0.result == .failure(.unauthorized) }) {
+        let attempt = Aria2RPC.Attempt()
+        let responses = await rpc.answer(request, attempt: attempt)
+        // Any refused token, in a batch or a multicall too.
+        if attempt.wasRefused {
             try? await Task.sleep(for: Self.unauthorizedDelay)
         }
         switch request {

@@ -75,6 +75,12 @@ extension DownloadManager {
             record.updatedAt = Date()
             byKey[key] = record
             ids.append(record.id)
+            if request.paused, record.state == .waiting {
+                record.state = try DownloadStateMachine.next(after: .waiting, on: .pause).get()
+                byKey[key] = record
+                toSave.append(record)
+                continue
+            }
             toSave.append(record)
             queued.append(record)
         }

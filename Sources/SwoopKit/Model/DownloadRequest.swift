@@ -47,6 +47,9 @@ public struct DownloadRequest: Sendable {
     /// the old file, which is replaced only once the new one is complete. Without it a completed
     /// download is "already complete" with no request. Not stored.
     public var refresh = false
+    /// Add it paused (aria2's `pause=true`): stored, in its place in the queue, and not started
+    /// until it is resumed. A download already running is not paused by a new request. Not stored.
+    public var paused = false
 
     /// This download's own rate limit in bytes per second, instead of
     /// ``Configuration/Limits/perDownloadBytesPerSecond``: ``DownloadSettings/bytesPerSecond``, with
