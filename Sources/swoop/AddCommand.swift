@@ -18,14 +18,24 @@ struct AddCommand: AsyncParsableCommand {
 
     func run() async throws {
         let console = Console(quiet: global.quiet)
+        let daemon = DaemonClient.find(global)
+        if daemon != nil, let unsupported = daemonUnsupported.first {
+            throw SwoopError(.invalidArgument, "\(unsupported) is not taken through the daemon running on \(global.stateDirectory)").exit(on: console)
+        }
         // A bad line of a list is reported and skipped; the rest go on, and the exit status says so.
-        let (requests, badLines) = try request.prepared(transfer: transfer, console: console)
+        let (requests, badLines) = try request.prepared(transfer: transfer, console: console, makeDirectory: daemon == nil)
         var status = badLines.first.map(ExitStatus.code(for:)) ?? ExitStatus.success
-        if let daemon = DaemonClient.find(global) {
+        if let daemon {
             for request in requests {
                 do {
                     let uris = JSONValue.array(([request.url] + request.mirrors).map { .string($0.absoluteString) })
-                    let gid = try await daemon.call("aria2.addUri", [uris, .object(Aria2Options.json(for: request))])
+                    var options = Aria2Options.json(for: request)
+                    if self.request.directory == nil {
+                        // No -d: the daemon's own directory, and -o relative to it.
+                        options["dir"] = nil
+                        if let output = self.request.output { options["out"] = .string(output) }
+                    }
+                    let gid = try await daemon.call("aria2.addUri", [uris, .object(options)])
                     report(id: gid.string ?? "", request, console: console)
                 } catch let error as SwoopError {
                     console.error("\(request.url.absoluteString): \(error.userMessage)")
@@ -49,6 +59,17 @@ struct AddCommand: AsyncParsableCommand {
             }
         }
         if status != ExitStatus.success { throw ExitCode(status) }
+    }
+
+    /// The options a daemon's `addUri` has no name for (aria2 has none): refused rather than ignored.
+    private var daemonUnsupported: [String] {
+        var names: [String] = []
+        if request.priority != 0 { names.append("--priority") }
+        if request.refresh { names.append("--refresh") }
+        if transfer.trustMirrorLength { names.append("--trust-mirror-length") }
+        if transfer.proxy.noproxy != nil { names.append("--noproxy") }
+        if transfer.proxy.noProxyEnv { names.append("--no-proxy-env") }
+        return names
     }
 
     private func report(id: String, _ request: DownloadRequest, console: Console) {

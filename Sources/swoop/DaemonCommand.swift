@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOCore
 import SwoopConsole
 import SwoopDaemon
 import SwoopKit
@@ -57,6 +58,7 @@ struct DaemonCommand: AsyncParsableCommand {
     func run() async throws {
         let console = Console(quiet: global.quiet)
         let daemon: Daemon
+        let lock: DaemonLock
         let isNewSecret: Bool
         let secretText: String
         do {
@@ -64,6 +66,8 @@ struct DaemonCommand: AsyncParsableCommand {
             let listen = try ListenAddress(parsing: listen)
             let secretWasGiven = secret != nil || secretFile != nil
             try Daemon.check(listen, secretWasGiven: secretWasGiven)
+            try FileSystem.createDirectories(global.stateDirectory, what: "state directory")
+            lock = try DaemonLock.acquire(in: global.stateDirectory)
             let directory = DownloadRequest.absolute(self.directory)
             try FileSystem.createDirectories(directory, what: "download directory", mode: 0o777)
             var configuration = try transfer.configuration(lockDirectory: try global.lockDirectory())
@@ -89,13 +93,26 @@ struct DaemonCommand: AsyncParsableCommand {
             throw ExitCode(ExitStatus.usage)
         }
         let (host, stateDirectory) = (try ListenAddress(parsing: listen).host, global.stateDirectory)
+        defer { withExtendedLifetime(lock) {} }
+        do {
+            try await run(daemon, host: host, stateDirectory: stateDirectory, secret: secretText, isNewSecret: isNewSecret, console: console)
+        } catch let error as IOError {
+            // Binding is the only I/O the server does before it runs.
+            console.error("cannot listen on \(listen): \(String(cString: strerror(error.errnoCode)))")
+            throw ExitCode(ExitStatus.failure)
+        }
+    }
+
+    private func run(_ daemon: Daemon, host: String, stateDirectory: String, secret secretText: String, isNewSecret: Bool, console: Console) async throws {
         try await daemon.run { port in
             let address = "http://\(ListenAddress(host: host, port: port))/"
             console.result("swoop daemon: listening on \(address) (aria2 JSON-RPC at \(address)jsonrpc)")
             if isNewSecret {
                 console.result("swoop daemon: a secret was made and kept in \(stateDirectory)/\(DaemonSecret.fileName); open \(address)#token=\(secretText)")
+            } else if secret == nil && secretFile == nil {
+                console.result("swoop daemon: clients send the secret kept in \(stateDirectory)/\(DaemonSecret.fileName) as token:SECRET")
             } else {
-                console.result("swoop daemon: clients send the secret as token:SECRET (see --secret, --secret-file or \(stateDirectory)/\(DaemonSecret.fileName))")
+                console.result("swoop daemon: clients send the secret given as token:SECRET")
             }
         }
     }

@@ -29,9 +29,9 @@ struct RequestOptions: ParsableArguments {
 
     @Option(
         name: [.customShort("d"), .customShort("P"), .customLong("dir")],
-        help: "Directory to download into, made when missing (-P as in wget)."
+        help: "Directory to download into, made when missing (-P as in wget; default: the current one, or a daemon's own for `add`)."
     )
-    var directory: String = "."
+    var directory: String?
 
     @Flag(
         name: [.customShort("N"), .customLong("refresh")],
@@ -67,11 +67,12 @@ struct RequestOptions: ParsableArguments {
     /// reported (and its error returned, for the exit status).
     ///
     /// - Throws: `ExitCode` after printing an error that stops the command.
-    func prepared(transfer: TransferOptions, console: Console) throws -> ([DownloadRequest], [SwoopError]) {
+    /// - Parameter makeDirectory: Whether to make the directory here (a daemon makes its own).
+    func prepared(transfer: TransferOptions, console: Console, makeDirectory: Bool = true) throws -> ([DownloadRequest], [SwoopError]) {
         let (requests, badLines): ([DownloadRequest], [SwoopError])
         do {
             (requests, badLines) = try self.requests(transfer: transfer, console: console)
-            try FileSystem.createDirectories(DownloadRequest.absolute(directory), what: "directory", mode: 0o777)
+            if makeDirectory { try FileSystem.createDirectories(DownloadRequest.absolute(directory ?? "."), what: "directory", mode: 0o777) }
         } catch let error as SwoopError {
             throw error.exit(on: console)
         }
@@ -96,7 +97,7 @@ struct RequestOptions: ParsableArguments {
             }
         }
         // Resolved once (the current directory and its symlinks), not once per URL of a long list.
-        let base = DownloadRequest.absolute(self.directory)
+        let base = DownloadRequest.absolute(self.directory ?? ".")
         var badLines: [SwoopError] = []
         let requests: [DownloadRequest] = try entries.compactMap { entry, checksum in
             var directory = base

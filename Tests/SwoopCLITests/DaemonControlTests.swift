@@ -17,7 +17,8 @@ struct DaemonControlTests {
         defer { Task { _ = await daemon.stop() } }
         let state = ["--state-dir", daemon.state]
 
-        let added = try await SwoopBinary.run(["add", "-d", daemon.downloads, "--limit-rate", "100K", server.url("/f.bin")] + state, in: daemon.root)
+        // No -d: the daemon's own directory, whatever the current one.
+        let added = try await SwoopBinary.run(["add", "--limit-rate", "100K", server.url("/f.bin")] + state, in: daemon.root)
         #expect(added.status == 0, "\(added.stderr)")
         let line = try #require(added.stdoutLines.first)
         #expect(line.hasPrefix("added ") && line.hasSuffix(" " + server.url("/f.bin")))
@@ -43,6 +44,10 @@ struct DaemonControlTests {
         let got = try await SwoopBinary.run(["get", "-q", "-d", daemon.downloads, server.url("/g.bin")] + state, in: daemon.root)
         #expect(got.status == 0, "\(got.stderr)")
         #expect(sha256Hex(file: daemon.downloads + "/g.bin") == sha256Hex(other))
+
+        let priority = try await SwoopBinary.run(["add", "--priority", "3", server.url("/g.bin")] + state, in: daemon.root)
+        #expect(priority.status == 2)
+        #expect(priority.stderrLines == ["swoop: error: --priority is not taken through the daemon running on \(daemon.state)"])
 
         let removed = try await SwoopBinary.run(["rm", prefix] + state, in: daemon.root)
         #expect(removed.stdoutLines == ["removed \(prefix) \(server.url("/f.bin"))"])

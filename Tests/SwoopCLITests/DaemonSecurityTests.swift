@@ -150,4 +150,21 @@ struct DaemonSecurityTests {
         let result = await second.stop()
         #expect(!result.stdout.contains(secret))
     }
+
+    @Test func oneDaemonPerStateDirectoryAndABusyPortIsNamed() async throws {
+        let daemon = try await DaemonFixture.start()
+        defer { Task { _ = await daemon.stop() } }
+        let second = try await SwoopBinary.run(
+            ["daemon", "--listen", "127.0.0.1:0", "--state-dir", daemon.state, "-d", daemon.downloads, "--secret", "x"], in: daemon.root)
+        #expect(second.status == 2)
+        #expect(second.stderrLines.last?.hasPrefix("swoop: error: a swoop daemon already runs on \(daemon.state) (pid \(daemon.running.pid)") == true)
+        // The first one still answers, and its daemon.json is still there.
+        #expect(try await daemon.result("aria2.getVersion") != nil)
+        #expect(FileManager.default.fileExists(atPath: daemon.state + "/daemon.json"))
+        let (root, out, state) = try SwoopBinary.workspace("swoop-daemon-port")
+        let busy = try await SwoopBinary.run(
+            ["daemon", "--listen", "127.0.0.1:\(daemon.port)", "--state-dir", state, "-d", out, "--secret", "x"], in: root)
+        #expect(busy.status == 1)
+        #expect(busy.stderrLines.last == "swoop: error: cannot listen on 127.0.0.1:\(daemon.port): Address already in use")
+    }
 }

@@ -76,8 +76,18 @@ extension DownloadManager {
     }
 
     /// The details of the downloads running in this manager now (in one call: a daemon asks often).
+    /// One handed to its run but not begun yet counts as active already: it left the waiting list.
     public func runningDetails() throws -> [DownloadDetails] {
-        try details(ids: Array(queue.active.keys)).filter { $0.download.state == .active }
+        try details(ids: Array(queue.active.keys)).compactMap { details in
+            var details = details
+            switch details.download.state {
+            case .active: return details
+            case .waiting:
+                details.download.state = .active
+                return details
+            default: return nil
+            }
+        }
     }
 
     /// The ids of the downloads running in this manager now.

@@ -1,0 +1,30 @@
+import Foundation
+
+/// One daemon per state directory: a lock on `daemon.lock` held for the daemon's life (the kernel
+/// drops it when the process dies, however it dies).
+public final class DaemonLock: Sendable {
+    private let fd: Int32
+
+    private init(fd: Int32) {
+        self.fd = fd
+    }
+
+    /// Takes the lock of `stateDirectory`.
+    ///
+    /// - Throws: ``DaemonError`` naming the daemon that holds it, or why the file cannot be opened.
+    public static func acquire(in stateDirectory: String) throws -> DaemonLock {
+        let path = stateDirectory + "/daemon.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw DaemonError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            let running = DaemonAddress.read(in: stateDirectory).map { " (pid \($0.pid), \($0.url))" } ?? ""
+            throw DaemonError("a swoop daemon already runs on \(stateDirectory)\(running): stop it first, or give another --state-dir")
+        }
+        return DaemonLock(fd: fd)
+    }
+
+    deinit {
+        close(fd)
+    }
+}
