@@ -49,7 +49,7 @@ extension Aria2RPC {
         case "aria2.getVersion":
             return .object([
                 "version": .string(Self.aria2Version),
-                "enabledFeatures": .array(["HTTPS", "Metalink", "Checksum"].map { .string($0) }),
+                "enabledFeatures": .array(["HTTPS", "Message Digest"].map { .string($0) }),
                 "swoopVersion": .string(Swoop.version),
             ])
         case "aria2.getSessionInfo": return .object(["sessionId": .string(sessionID)])
@@ -153,6 +153,6 @@ extension Aria2RPC {
     }
 
     func allIDs() async throws -> [Download.ID] {
-        try await manager.downloads().map(\.id)
+        try await manager.ids()
     }
 }

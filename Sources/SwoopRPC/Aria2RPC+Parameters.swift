@@ -55,10 +55,6 @@ struct Parameters {
     func gid(_ index: Int, among ids: @autoclosure () async throws -> [Download.ID]) async throws -> Download.ID {
         let text = try string(index, "gid")
         if Download.ID.isGID(text.lowercased()) { return Download.ID(text.lowercased()) }
-        do {
-            return try Download.ID.resolve(text, among: try await ids())
-        } catch let error as SwoopError {
-            throw RPCError.method(error.message)
-        }
+        return try Download.ID.resolve(text, among: try await ids())
     }
 }

@@ -88,6 +88,10 @@ extension Aria2RPC {
             throw RPCError.method("\(name) cannot be changed after a download is added")
         }
         let options = try Aria2Options(given)
+        let state = try await manager.download(id: id).state
+        guard !Aria2Status.isStopped(state) else {
+            throw RPCError.method("download \(id) is \(Aria2Status.status(state)): its options cannot change")
+        }
         try await manager.changeSettings(id, options.settings)
         return .string("OK")
     }
@@ -103,7 +107,11 @@ extension Aria2RPC {
         let removing = try p.strings(2, "delUris")
         let adding = try p.strings(3, "addUris")
         let position = try p.optionalInteger(4, "position")
+        if let position, position < 0 { throw RPCError.method("position must be 0 or more (got \(position))") }
         let record = try await manager.details(id: id).record
+        guard !Aria2Status.isStopped(record.state) else {
+            throw RPCError.method("download \(id) is \(Aria2Status.status(record.state)): its URIs cannot change")
+        }
         var uris = [record.url] + record.mirrors
         var deleted = 0
         for uri in removing {

@@ -148,6 +148,9 @@ public final class Aria2RPC: Sendable {
     static func rpcError(_ error: any Error) -> RPCError {
         switch error {
         case let error as RPCError: return error
+        case let error as SwoopError where error.code == .notFound:
+            // One wording for an unknown GID, whichever call met it.
+            return .method(error.message.hasPrefix("no download with id ") ? "No such download for GID#" + error.message.dropFirst(20) : error.message)
         case let error as SwoopError: return .method(error.message)
         default: return .method("\(error)")
         }

@@ -210,6 +210,10 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
+    public func ids() throws -> [Download.ID] {
+        try read { db in try String.fetchAll(db.cachedStatement(sql: "SELECT id FROM download")).map(Download.ID.init) }
+    }
+
     public func counts() throws -> [Download.State: Int] {
         try read { db in
             var counts: [Download.State: Int] = [:]

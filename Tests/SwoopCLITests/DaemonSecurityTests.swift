@@ -59,7 +59,17 @@ struct DaemonSecurityTests {
         for origin in ["http://127.0.0.1:\(daemon.port)", "http://localhost:\(daemon.port)", "https://ui.example.com"] {
             let allowed = try await RawHTTP.send(port: daemon.port, request: RawHTTP.post(port: daemon.port, body: rpcBody("s3cret"), headers: ["Origin: \(origin)"]))
             #expect(allowed.status == 200, "\(origin)")
+            // The browser may hand the answer to that page.
+            #expect(allowed.head.lowercased().contains("access-control-allow-origin: \(origin)"), "\(allowed.head)")
         }
+        // The preflight of a JSON POST from an allowed origin; a foreign one is refused before.
+        let preflight = { (origin: String) in
+            Array("OPTIONS /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1:\(daemon.port)\r\nOrigin: \(origin)\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\nConnection: close\r\n\r\n".utf8)
+        }
+        let allowedPreflight = try await RawHTTP.send(port: daemon.port, request: preflight("https://ui.example.com"))
+        #expect(allowedPreflight.status == 204)
+        #expect(allowedPreflight.head.lowercased().contains("access-control-allow-headers: content-type"))
+        #expect(try await RawHTTP.send(port: daemon.port, request: preflight("https://evil.example")).status == 403)
     }
 
     @Test func aWebSocketUpgradeFromAForeignOriginIsRefused() async throws {

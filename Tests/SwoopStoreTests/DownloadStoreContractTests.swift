@@ -193,5 +193,6 @@ struct DownloadStoreContractTests {
         #expect(try store.records(in: [.completed, .failed]).map(\.id) == [records[4].id, records[2].id])
         #expect(try store.records(in: [.removed]).isEmpty)
         #expect(try store.counts() == [.waiting: 1, .paused: 2, .completed: 1, .failed: 1])
+        #expect(Set(try store.ids()) == Set(records.map(\.id)))
     }
 }

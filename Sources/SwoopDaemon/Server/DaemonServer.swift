@@ -29,7 +29,24 @@ struct DaemonServer {
         let endpoint = JSONRPCEndpoint(rpc: rpc, hub: hub, maxMessageBytes: options.limits.maxBodyBytes)
 
         let router = Router()
-        router.post("/jsonrpc") { request, context in try await endpoint.post(request, context) }
+        router.post("/jsonrpc") { request, context in
+            var response = try await endpoint.post(request, context)
+            // A page of an origin given with --allow-origin (the guard let it through) may read it.
+            if let origin = request.headers[.origin] {
+                response.headers[.accessControlAllowOrigin] = origin
+                response.headers[.vary] = "Origin"
+            }
+            return response
+        }
+        router.on("/jsonrpc", method: .options) { request, _ -> Response in
+            // A browser's preflight for a POST with a JSON Content-Type from an allowed origin.
+            var headers: HTTPFields = [.accessControlAllowMethods: "POST", .accessControlAllowHeaders: "Content-Type", .accessControlMaxAge: "600"]
+            if let origin = request.headers[.origin] {
+                headers[.accessControlAllowOrigin] = origin
+                headers[.vary] = "Origin"
+            }
+            return Response(status: .noContent, headers: headers)
+        }
         router.get("/jsonrpc") { _, _ -> Response in
             Response(status: .methodNotAllowed, headers: [.contentType: "text/plain; charset=utf-8", .allow: "POST"],
                      body: .init(byteBuffer: ByteBuffer(string: "JSON-RPC calls are POSTed (or sent over a WebSocket)\n")))

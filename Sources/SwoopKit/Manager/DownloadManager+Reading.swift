@@ -90,6 +90,11 @@ extension DownloadManager {
         }
     }
 
+    /// Every download's id (to find one by a prefix).
+    public func ids() throws -> [Download.ID] {
+        try store.ids()
+    }
+
     /// The ids of the downloads running in this manager now.
     public func runningIDs() -> [Download.ID] {
         Array(queue.active.keys)

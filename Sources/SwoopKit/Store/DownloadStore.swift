@@ -42,6 +42,8 @@ public protocol DownloadStore: Sendable {
     func records(in states: Set<Download.State>) throws -> [DownloadRecord]
     /// How many records there are in each state (a state with none is left out).
     func counts() throws -> [Download.State: Int]
+    /// Every record's id.
+    func ids() throws -> [Download.ID]
     /// Deletes a record.
     func delete(id: Download.ID) throws
     /// Deletes many records (in one transaction where the store has them).
@@ -104,6 +106,10 @@ extension DownloadStore {
 
     public func counts() throws -> [Download.State: Int] {
         try all().reduce(into: [:]) { $0[$1.state, default: 0] += 1 }
+    }
+
+    public func ids() throws -> [Download.ID] {
+        try all().map(\.id)
     }
 
     /// A store that cannot pass requests between the managers that share it.
