@@ -108,23 +108,27 @@ extension Aria2RPC {
         let adding = try p.strings(3, "addUris")
         let position = try p.optionalInteger(4, "position")
         if let position, position < 0 { throw RPCError.method("position must be 0 or more (got \(position))") }
-        let record = try await manager.details(id: id).record
-        guard !Aria2Status.isStopped(record.state) else {
-            throw RPCError.method("download \(id) is \(Aria2Status.status(record.state)): its URIs cannot change")
-        }
-        var uris = [record.url] + record.mirrors
-        var deleted = 0
-        for uri in removing {
-            if let index = uris.firstIndex(of: uri) {
-                uris.remove(at: index)
-                deleted += 1
+        let manager = self.manager
+        let deleted = try await sourceChanges.run(id) { () async throws -> Int in
+            let record = try await manager.details(id: id).record
+            guard !Aria2Status.isStopped(record.state) else {
+                throw RPCError.method("download \(id) is \(Aria2Status.status(record.state)): its URIs cannot change")
             }
+            var uris = [record.url] + record.mirrors
+            var deleted = 0
+            for uri in removing {
+                if let index = uris.firstIndex(of: uri) {
+                    uris.remove(at: index)
+                    deleted += 1
+                }
+            }
+            let at = min(max(position ?? uris.count, 0), uris.count)
+            uris.insert(contentsOf: adding, at: at)
+            guard let first = uris.first else { throw RPCError.method("a download needs at least one URI") }
+            if first != record.url { try await manager.changeURL(id, to: first) }
+            if Array(uris.dropFirst()) != record.mirrors { try await manager.setMirrors(id, Array(uris.dropFirst())) }
+            return deleted
         }
-        let at = min(max(position ?? uris.count, 0), uris.count)
-        uris.insert(contentsOf: adding, at: at)
-        guard let first = uris.first else { throw RPCError.method("a download needs at least one URI") }
-        if first != record.url { try await manager.changeURL(id, to: first) }
-        if Array(uris.dropFirst()) != record.mirrors { try await manager.setMirrors(id, Array(uris.dropFirst())) }
         return .array([.integer(Int64(deleted)), .integer(Int64(adding.count))])
     }
 

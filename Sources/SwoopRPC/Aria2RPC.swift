@@ -38,6 +38,8 @@ public final class Aria2RPC: Sendable {
     /// The aria2 error code of each download that failed while this daemon ran (the store keeps
     /// only the message).
     private let errorCodes = NIOLockedValueBox([Download.ID: Int]())
+    /// `changeUri` calls, one per download at a time.
+    let sourceChanges = OneAtATime<Download.ID>()
 
     public init(manager: DownloadManager, settings: Settings, shutdown: @escaping @Sendable (_ force: Bool) -> Void) {
         self.manager = manager

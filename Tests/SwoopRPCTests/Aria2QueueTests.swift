@@ -234,3 +234,26 @@ struct Aria2EdgeTests {
         #expect(await fixture.value("aria2.tellWaiting", 0, 10).array?.count == 5)
     }
 }
+
+@Suite("aria2 changeUri, concurrently")
+struct Aria2ConcurrentChangeUriTests {
+    @Test func concurrentChangesToOneDownloadAllLand() async throws {
+        let fixture = try await RPCFixture.make()
+        defer { Task { await fixture.stop() } }
+        fixture.serve("/c.bin", size: 4 << 20)
+        fixture.server.setDefault("/c.bin", .throttle(bytesPerSecond: 64 << 10))
+        let gid = try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/c.bin"))]).string)
+        #expect(await fixture.waitFor(gid, "active"))
+        let mirrors = (0..<6).map { fixture.server.url("/c.bin?m=\($0)") }
+        let results = await withTaskGroup(of: Result<JSONValue, RPCError>.self) { group in
+            for mirror in mirrors {
+                group.addTask { await fixture.call("aria2.changeUri", .string(gid), 1, [], [.string(mirror)]) }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.allSatisfy { $0 == .success([0, 1]) }, "\(results)")
+        let uris = await fixture.value("aria2.getUris", .string(gid)).array?.compactMap { $0.object?["uri"]?.string } ?? []
+        #expect(Set(uris.dropFirst()) == Set(mirrors))
+        #expect(uris.first == fixture.server.url("/c.bin"))
+    }
+}
