@@ -69,10 +69,18 @@ public final class Daemon: Sendable {
         let events = manager.events()
         let forwarder = EventForwarder(events: events, rpc: rpc, hub: hub, logger: logger)
         let (listen, secret, stateDirectory, manager, logger) = (options.listen, options.secret, options.stateDirectory, manager, logger)
-        let app = DaemonServer.make(options: serverOptions, rpc: rpc, hub: hub, logger: logger) { port in
+        // Hummingbird's own lines (its start, a refused upgrade's "error handling upgrade result")
+        // only when debugging.
+        var serverLogger = logger
+        if logger.logLevel > .debug { serverLogger.logLevel = .critical }
+        let app = DaemonServer.make(options: serverOptions, rpc: rpc, hub: hub, logger: serverLogger) { port in
             // The queue first: a client that connects may add at once.
-            _ = try? await service.reconciled()
-            _ = try? await manager.resumeAll(states: [.waiting, .interrupted, .active])
+            do {
+                _ = try await service.reconciled()
+                _ = try await manager.resumeAll(states: [.waiting, .interrupted, .active])
+            } catch {
+                logger.error("cannot continue the unfinished downloads: \(error)")
+            }
             let url = "http://\(ListenAddress(host: listen.host, port: port))"
             if let stateDirectory {
                 do {
@@ -105,9 +113,8 @@ struct EventForwarder: Service {
     func run() async throws {
         await cancelWhenGracefulShutdown {
             for await event in events {
-                rpc.observe(event)
                 log(event)
-                if let notification = Aria2RPC.notification(for: event) {
+                for notification in rpc.notifications(for: event) {
                     hub.send(String(decoding: notification.json.serialized(), as: UTF8.self))
                 }
             }

@@ -8,7 +8,19 @@ extension Aria2Options {
         if let name = request.fileName { options["out"] = .string(name) }
         if !request.headers.isEmpty { options["header"] = .array(request.headers.map { .string("\($0.name): \($0.value)") }) }
         if let checksum = request.checksum { options["checksum"] = .string(checksum.description) }
-        let settings = request.settings
+        options.merge(json(settings: request.settings)) { $1 }
+        switch request.collisionPolicy {
+        case .overwrite?: options["allow-overwrite"] = .string("true")
+        case .fail?: options["auto-file-renaming"] = .string("false")
+        case .rename?, nil: break
+        }
+        if request.paused { options["pause"] = .string("true") }
+        return options
+    }
+
+    /// The options for a download's own settings (what ``DownloadSettings`` sets), as aria2 names them.
+    public static func json(settings: DownloadSettings) -> [String: JSONValue] {
+        var options: [String: JSONValue] = [:]
         if let connections = settings.maxConnections {
             options["split"] = .decimal(connections)
             options["max-connection-per-server"] = .decimal(connections)
@@ -21,11 +33,6 @@ extension Aria2Options {
         if let connect = settings.connectTimeout { options["connect-timeout"] = .decimal(max(1, Int(connect.rounded()))) }
         if let proxy = settings.proxy { options["all-proxy"] = .string(proxy) }
         if let insecure = settings.insecure { options["check-certificate"] = .string(insecure ? "false" : "true") }
-        switch request.collisionPolicy {
-        case .overwrite?: options["allow-overwrite"] = .string("true")
-        case .fail?: options["auto-file-renaming"] = .string("false")
-        case .rename?, nil: break
-        }
         return options
     }
 }

@@ -202,9 +202,20 @@ extension Aria2RPC {
     /// Forgets every completed, failed and removed download (their files stay).
     func purge() async throws -> JSONValue {
         for details in try await stoppedList() {
-            try await manager.remove(details.download.id)
+            try await forget(details.download.id)
         }
         return .string("OK")
+    }
+
+    /// Deletes a stopped download's record (its files stay), without announcing a stop.
+    func forget(_ id: Download.ID) async throws {
+        forgetting([id], true)
+        do {
+            try await manager.remove(id)
+        } catch {
+            forgetting([id], false)
+            throw error
+        }
     }
 
     func removeResult(_ p: Parameters) async throws -> JSONValue {
@@ -213,7 +224,7 @@ extension Aria2RPC {
         guard Aria2Status.isStopped(state) else {
             throw RPCError.method("download \(id) is \(Aria2Status.status(state)): only a stopped download's result can be removed")
         }
-        try await manager.remove(id)
+        try await forget(id)
         return .string("OK")
     }
 }

@@ -35,9 +35,19 @@ public final class Aria2RPC: Sendable {
     let sessionID: String
     /// Called by `shutdown` and `forceShutdown` after answering.
     let shutdown: @Sendable (_ force: Bool) -> Void
-    /// The aria2 error code of each download that failed while this daemon ran (the store keeps
-    /// only the message).
-    private let errorCodes = NIOLockedValueBox([Download.ID: Int]())
+    /// What the notifications need to remember across events.
+    struct Memory {
+        /// The aria2 error code of each download that failed while this daemon ran (the store
+        /// keeps only the message).
+        var errorCodes: [Download.ID: Int] = [:]
+        /// Downloads whose start was announced and whose end was not yet.
+        var started: Set<Download.ID> = []
+        /// Results being forgotten (`removeDownloadResult`, `purgeDownloadResult`): their removal
+        /// is no stop of a download, and aria2 announces none.
+        var forgetting: Set<Download.ID> = []
+    }
+
+    private let memory = NIOLockedValueBox(Memory())
     /// `changeUri` calls, one per download at a time.
     let sourceChanges = OneAtATime<Download.ID>()
 
@@ -50,8 +60,40 @@ public final class Aria2RPC: Sendable {
 
     /// Notes what an event says that the store does not keep (a failure's code).
     public func observe(_ event: DownloadEvent) {
-        if case .failed(let download, let error) = event {
-            errorCodes.withLockedValue { $0[download.id] = Aria2Status.errorCode(for: error) }
+        _ = notifications(for: event)
+    }
+
+    /// The notifications aria2 would send for an event, in order: a failure that never started
+    /// is announced as started first (aria2 always sends onDownloadStart), the forgetting of a
+    /// result is not announced.
+    public func notifications(for event: DownloadEvent) -> [RPCNotification] {
+        let id = event.download.id
+        return memory.withLockedValue { memory in
+            switch event {
+            case .started:
+                memory.started.insert(id)
+            case .failed(_, let error):
+                memory.errorCodes[id] = Aria2Status.errorCode(for: error)
+                if memory.started.remove(id) == nil, let start = Self.notification(for: .started(event.download)) {
+                    return [start] + (Self.notification(for: event).map { [$0] } ?? [])
+                }
+            case .removed where memory.forgetting.remove(id) != nil:
+                memory.errorCodes[id] = nil
+                memory.started.remove(id)
+                return []
+            case .paused, .completed, .alreadyComplete, .removed:
+                memory.started.remove(id)
+            case .added, .progress, .notice:
+                break
+            }
+            return Self.notification(for: event).map { [$0] } ?? []
+        }
+    }
+
+    /// Marks results about to be forgotten (see ``Memory/forgetting``).
+    func forgetting(_ ids: [Download.ID], _ isForgetting: Bool) {
+        memory.withLockedValue { memory in
+            if isForgetting { memory.forgetting.formUnion(ids) } else { memory.forgetting.subtract(ids) }
         }
     }
 
@@ -218,6 +260,6 @@ public final class Aria2RPC: Sendable {
     }
 
     func errorCode(_ id: Download.ID) -> Int? {
-        errorCodes.withLockedValue { $0[id] }
+        memory.withLockedValue { $0.errorCodes[id] }
     }
 }

@@ -71,10 +71,12 @@ public struct Aria2Status: Sendable {
         return ""
     }
 
-    /// The URIs of the file: the URL in use, then the mirrors waiting.
+    /// The URIs of the file: the URL (`used` once the download has begun, `waiting` before), then
+    /// the mirrors waiting.
     public var uris: JSONValue {
-        .array(
-            ([(download.url, "used")] + record.mirrors.map { ($0, "waiting") }).map { uri, status in
+        let begun = download.state != .waiting || download.completedBytes > 0
+        return .array(
+            ([(download.url, begun ? "used" : "waiting")] + record.mirrors.map { ($0, "waiting") }).map { uri, status in
                 .object(["uri": .string(uri), "status": .string(status)])
             }
         )

@@ -34,6 +34,13 @@ public final class SQLiteDownloadStore: DownloadStore {
             // log itself afterwards (`makeDurable`), shared with the saves that arrive meanwhile.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
+        // Private to its user whatever the directory's mode (it keeps -H headers, which may hold
+        // credentials); SQLite gives the -wal and -shm files the database's mode.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            fchmod(fd, 0o600)
+            Glibc.close(fd)
+        }
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
             try Self.migrator.migrate(database)

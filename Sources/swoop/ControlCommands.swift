@@ -95,12 +95,14 @@ private func eachDownload(
     for text in ids where !Task.isCancelled {
         do {
             let gid = try await daemon.resolve(text)
-            let url = try await daemon.url(of: gid)
+            let before = try await daemon.url(of: gid)
             do {
                 try await action(daemon, gid)
             } catch let error as SwoopError where error.code == .invalidArgument {
-                throw SwoopError(error.code, "\(gid.prefix(8)) (\(url)): \(error.message)")
+                throw SwoopError(error.code, "\(gid.prefix(8)) (\(before)): \(error.message)")
             }
+            // A resume may have moved it to a new URL; a removal left none to ask.
+            let url = (try? await daemon.url(of: gid)) ?? before
             console.result("\(verb) \(gid.prefix(8)) \(url)\(suffix)")
         } catch {
             let error = error as? SwoopError ?? SwoopError(.other, "\(error)")
@@ -246,6 +248,15 @@ extension ResumeCommand {
     /// (`unpause`; a new URL through `changeUri` first). Without ids: the stopped downloads of
     /// `states` (waiting and running ones are the daemon's already).
     func resume(through daemon: DaemonClient, states: Set<Download.State>, console: Console) async throws {
+        let options: [String: JSONValue]
+        do {
+            guard try transfer.parsedHeaders().isEmpty else {
+                throw SwoopError(.invalidArgument, "-H cannot change a download the daemon on \(global.stateDirectory) runs")
+            }
+            options = Aria2Options.json(settings: try transfer.settings())
+        } catch let error as SwoopError {
+            throw error.exit(on: console)
+        }
         var ids = self.ids
         if ids.isEmpty {
             let store = try global.openStore()
@@ -258,11 +269,19 @@ extension ResumeCommand {
         }
         let url = self.url
         try await forEachDownload(ids, global: global, verb: "resumed", remote: { daemon, gid in
+            let status = try await daemon.call("aria2.tellStatus", [.string(gid), ["status"]]).object?["status"]?.string ?? ""
+            switch status {
+            case "complete": throw SwoopError(.invalidArgument, "the download is already complete")
+            case "removed": throw SwoopError(.invalidArgument, "the download was removed")
+            case "active" where options.isEmpty && url == nil, "waiting" where options.isEmpty && url == nil:
+                throw SwoopError(.invalidArgument, "the download is already \(status)")
+            default: break
+            }
+            if !options.isEmpty { _ = try await daemon.call("aria2.changeOption", [.string(gid), .object(options)]) }
             if let url {
                 let old = try await daemon.url(of: gid)
                 _ = try await daemon.call("aria2.changeUri", [.string(gid), 1, [.string(old)], [.string(url)]])
             }
-            let status = try await daemon.call("aria2.tellStatus", [.string(gid), ["status"]]).object?["status"]?.string
             if status == "paused" || status == "error" { _ = try await daemon.call("aria2.unpause", [.string(gid)]) }
         }) { _, download in download }
     }

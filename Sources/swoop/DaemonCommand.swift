@@ -19,7 +19,7 @@ struct DaemonCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("Address to listen on: HOST:PORT, [IPv6]:PORT (default 127.0.0.1:6800; port 0: any free one).", valueName: "address"))
+    @Option(help: ArgumentHelp("Address to listen on: HOST:PORT or [IPv6]:PORT (port 0: any free one).", valueName: "address"))
     var listen = "127.0.0.1:6800"
 
     @Option(help: ArgumentHelp("The RPC secret clients send as token:SECRET (visible in `ps`: prefer --secret-file).", valueName: "token"))
@@ -43,7 +43,7 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Most client connections at once.", valueName: "n"))
     var maxConnections = 64
 
-    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (default info).", valueName: "level"))
+    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel = "info"
 
     @OptionGroup var transfer: TransferOptions
@@ -72,6 +72,8 @@ struct DaemonCommand: AsyncParsableCommand {
             try FileSystem.createDirectories(directory, what: "download directory", mode: 0o777)
             var configuration = try transfer.configuration(lockDirectory: try global.lockDirectory())
             configuration.credentials = try transfer.credentials(warn: console.warning)
+            // aria2's remove keeps what was downloaded (`swoop rm --delete-file` deletes it).
+            configuration.cancelKeepsPartFile = true
             let store = try global.openStore()
             (secretText, isNewSecret) = try DaemonSecret.resolve(given: secret, file: secretFile, stateDirectory: global.stateDirectory)
             var options = Daemon.Options(
@@ -96,6 +98,7 @@ struct DaemonCommand: AsyncParsableCommand {
         defer { withExtendedLifetime(lock) {} }
         do {
             try await run(daemon, host: host, stateDirectory: stateDirectory, secret: secretText, isNewSecret: isNewSecret, console: console)
+            console.notice("daemon stopped; transfers saved (they continue at the next start)")
         } catch let error as IOError {
             // Binding is the only I/O the server does before it runs.
             console.error("cannot listen on \(listen): \(String(cString: strerror(error.errnoCode)))")
@@ -108,7 +111,8 @@ struct DaemonCommand: AsyncParsableCommand {
             let address = "http://\(ListenAddress(host: host, port: port))/"
             console.result("swoop daemon: listening on \(address) (aria2 JSON-RPC at \(address)jsonrpc)")
             if isNewSecret {
-                console.result("swoop daemon: a secret was made and kept in \(stateDirectory)/\(DaemonSecret.fileName); open \(address)#token=\(secretText)")
+                console.result("swoop daemon: a secret was made and kept in \(stateDirectory)/\(DaemonSecret.fileName): \(secretText)")
+                console.result("swoop daemon: the page with it: \(address)#token=\(secretText)")
             } else if secret == nil && secretFile == nil {
                 console.result("swoop daemon: clients send the secret kept in \(stateDirectory)/\(DaemonSecret.fileName) as token:SECRET")
             } else {

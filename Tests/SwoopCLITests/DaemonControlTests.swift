@@ -30,13 +30,21 @@ struct DaemonControlTests {
         let paused = try await SwoopBinary.run(["pause", prefix] + state, in: daemon.root)
         #expect(paused.stdoutLines == ["paused \(prefix) \(server.url("/f.bin"))"])
         #expect((try await daemon.result("aria2.tellStatus", prefix, ["status"]) as? [String: Any])?["status"] as? String == "paused")
+        // Options given to resume change it through the daemon; a no-op says so.
+        let relimited = try await SwoopBinary.run(["resume", prefix, "--limit-rate", "300K"] + state, in: daemon.root)
+        #expect(relimited.stdoutLines == ["resumed \(prefix) \(server.url("/f.bin"))"])
+        #expect((try await daemon.result("aria2.getOption", prefix) as? [String: Any])?["max-download-limit"] as? String == "307200")
+        let again = try await SwoopBinary.run(["resume", prefix] + state, in: daemon.root)
+        #expect(again.status == 2)
+        #expect(again.stderrLines.last?.hasSuffix("the download is already active") == true, "\(again.stderr)")
+        _ = try await SwoopBinary.run(["pause", prefix] + state, in: daemon.root)
         let limited = try await SwoopBinary.run(["limit", prefix, "0"] + state, in: daemon.root)
         #expect(limited.stdoutLines == ["limited \(prefix) \(server.url("/f.bin")) to no limit"])
         let resumed = try await SwoopBinary.run(["resume", prefix] + state, in: daemon.root)
         #expect(resumed.stdoutLines == ["resumed \(prefix) \(server.url("/f.bin"))"])
         #expect(try await daemon.waitFor(try #require(gid), "complete"))
         #expect(sha256Hex(file: daemon.downloads + "/f.bin") == sha256Hex(body))
-        #expect(server.requests(to: "/f.bin").count == 2)
+        #expect(server.requests(to: "/f.bin").count == 3)
 
         // swoop get on the same state directory still works beside it.
         let other = Resource.random(size: 1000, seed: 4)
@@ -49,11 +57,28 @@ struct DaemonControlTests {
         #expect(priority.status == 2)
         #expect(priority.stderrLines == ["swoop: error: --priority is not taken through the daemon running on \(daemon.state)"])
 
+        // rm forgets a download and keeps its file (only --delete-file deletes).
         let removed = try await SwoopBinary.run(["rm", prefix] + state, in: daemon.root)
         #expect(removed.stdoutLines == ["removed \(prefix) \(server.url("/f.bin"))"])
         let gone = try await daemon.call("aria2.tellStatus", try #require(gid))
         #expect((gone["error"] as? [String: Any])?["message"] as? String == "No such download for GID#\(try #require(gid))")
         #expect(sha256Hex(file: daemon.downloads + "/f.bin") == sha256Hex(body))
+    }
+
+    @Test func rmOfAnUnfinishedDownloadKeepsItsPartFile() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.serve("/k.bin", Resource(body: Resource.random(size: 4 << 20, seed: 6), etag: "\"k\""))
+        server.setDefault("/k.bin", .throttle(bytesPerSecond: 256 << 10))
+        let daemon = try await DaemonFixture.start()
+        defer { Task { _ = await daemon.stop() } }
+        let gid = try #require(try await daemon.result("aria2.addUri", [server.url("/k.bin")]) as? String)
+        #expect(await eventually { (fileSize(daemon.downloads + "/k.bin.swoop") ?? 0) > 0 })
+        let removed = try await SwoopBinary.run(["rm", String(gid.prefix(6)), "--state-dir", daemon.state], in: daemon.root)
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect((fileSize(daemon.downloads + "/k.bin.swoop") ?? 0) > 0)
+        let status = try await daemon.call("aria2.tellStatus", gid)
+        #expect((status["error"] as? [String: Any])?["message"] as? String == "No such download for GID#\(gid)")
     }
 
     @Test func addWithoutADaemonQueuesForTheNextOne() async throws {

@@ -142,7 +142,8 @@ struct DaemonSecurityTests {
     }
 
     @Test func aSecretIsMadeOnceKeptPrivateAndShownOnce() async throws {
-        let (root, _, _) = try SwoopBinary.workspace("swoop-daemon-secret")
+        let (root, _, state) = try SwoopBinary.workspace("swoop-daemon-secret")
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         let first = try await DaemonFixture.start(root: root, secret: nil)
         let stopped = await first.stop()
         #expect(stopped.status == 0)
@@ -151,8 +152,11 @@ struct DaemonSecurityTests {
         #expect(secret.count == 48)
         #expect(first.secret == secret)
         #expect(stopped.stdoutLines.contains { $0.hasSuffix("/#token=\(secret)") })
-        var info = stat()
-        #expect(stat(file, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        // The secret, and the database (which keeps -H headers), are private whatever the directory's mode.
+        for path in [file, first.state + "/swoop.sqlite"] {
+            var info = stat()
+            #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600, "\(path)")
+        }
         // daemon.json is gone once it stopped.
         #expect(!FileManager.default.fileExists(atPath: first.state + "/daemon.json"))
         let second = try await DaemonFixture.start(root: root, secret: nil)

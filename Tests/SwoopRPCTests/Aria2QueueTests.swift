@@ -257,3 +257,30 @@ struct Aria2ConcurrentChangeUriTests {
         #expect(uris.first == fixture.server.url("/c.bin"))
     }
 }
+
+@Suite("aria2 notifications")
+struct Aria2NotificationTests {
+    @Test func aFailureBeforeAStartIsAnnouncedAsStartedFirstAndAForgottenResultNotAtAll() async throws {
+        let fixture = try await RPCFixture.make()
+        defer { Task { await fixture.stop() } }
+        let download = Download(id: .make(), url: "http://127.0.0.1/x", destination: nil, state: .failed, totalBytes: nil, completedBytes: 0)
+        let methods = { (event: DownloadEvent) in fixture.rpc.notifications(for: event).map(\.method) }
+        #expect(methods(.failed(download, SwoopError(.httpStatus, "HTTP 404", status: 404))) == ["aria2.onDownloadStart", "aria2.onDownloadError"])
+        #expect(methods(.started(download)) == ["aria2.onDownloadStart"])
+        #expect(methods(.failed(download, SwoopError(.network, "reset"))) == ["aria2.onDownloadError"])
+        #expect(methods(.progress(download)) == [])
+        #expect(methods(.removed(download)) == ["aria2.onDownloadStop"])
+        // removeDownloadResult of a stopped download: no second stop.
+        fixture.serve("/r.bin", size: 10)
+        let gid = try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/r.bin"))]).string)
+        #expect(await fixture.waitFor(gid, "complete"))
+        let events = await fixture.manager.events()
+        #expect(await fixture.value("aria2.removeDownloadResult", .string(gid)) == "OK")
+        for await event in events {
+            if case .removed(let removed) = event, removed.id.rawValue == gid {
+                #expect(fixture.rpc.notifications(for: event).isEmpty)
+                break
+            }
+        }
+    }
+}

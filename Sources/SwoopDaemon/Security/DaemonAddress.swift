@@ -27,13 +27,14 @@ public struct DaemonAddress: Codable, Sendable, Hashable {
         try PrivateFile.write(Array(try encoder.encode(self)) + [0x0A], to: Self.path(in: stateDirectory))
     }
 
-    /// The address of a daemon whose process still runs, or `nil`.
+    /// The address of a daemon that still runs, or `nil`: one whose `daemon.lock` is held (the
+    /// kernel drops the lock when the process dies, however it dies: no stale pid is trusted).
     public static func read(in stateDirectory: String) -> DaemonAddress? {
         guard let data = FileManager.default.contents(atPath: path(in: stateDirectory)),
-            let address = try? JSONDecoder().decode(DaemonAddress.self, from: data)
+            let address = try? JSONDecoder().decode(DaemonAddress.self, from: data),
+            DaemonLock.isHeld(in: stateDirectory)
         else { return nil }
-        // Signal 0 checks that the process exists (EPERM: it exists, another user's).
-        return kill(address.pid, 0) == 0 || errno == EPERM ? address : nil
+        return address
     }
 
     /// Removes the file if it is this process's.

@@ -24,6 +24,16 @@ public final class DaemonLock: Sendable {
         return DaemonLock(fd: fd)
     }
 
+    /// Whether a daemon holds the lock of `stateDirectory` now (looked at without keeping it).
+    public static func isHeld(in stateDirectory: String) -> Bool {
+        let fd = open(stateDirectory + "/daemon.lock", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else { return true }
+        flock(fd, LOCK_UN)
+        return false
+    }
+
     deinit {
         close(fd)
     }

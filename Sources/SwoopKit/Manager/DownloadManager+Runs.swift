@@ -166,7 +166,7 @@ extension DownloadManager {
 
     /// Marks a download removed (`cancel`): its part file is deleted, its record kept as `removed`.
     func markCancelled(_ record: inout DownloadRecord) throws {
-        if record.state != .completed, let part = record.partPath {
+        if record.state != .completed, !configuration.cancelKeepsPartFile, let part = record.partPath {
             unlink(part)
         }
         record.state = try DownloadStateMachine.next(after: record.state, on: .remove).get()
