@@ -3,7 +3,10 @@ import SwoopKit
 
 extension Aria2RPC {
     func status(_ details: DownloadDetails) -> Aria2Status {
-        Aria2Status(download: details.download, record: details.record, errorCode: errorCode(details.download.id))
+        Aria2Status(
+            download: details.download, record: details.record,
+            errorCode: details.record.lastErrorCode.flatMap(Aria2Status.errorCode(stored:))
+        )
     }
 
     func status(_ p: Parameters) async throws -> Aria2Status {

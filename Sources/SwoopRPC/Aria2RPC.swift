@@ -37,9 +37,6 @@ public final class Aria2RPC: Sendable {
     let shutdown: @Sendable (_ force: Bool) -> Void
     /// What the notifications need to remember across events.
     struct Memory {
-        /// The aria2 error code of each download that failed while this daemon ran (the store
-        /// keeps only the message).
-        var errorCodes: [Download.ID: Int] = [:]
         /// Downloads whose start was announced and whose end was not yet.
         var started: Set<Download.ID> = []
         /// Results being forgotten (`removeDownloadResult`, `purgeDownloadResult`): their removal
@@ -58,11 +55,6 @@ public final class Aria2RPC: Sendable {
         self.shutdown = shutdown
     }
 
-    /// Notes what an event says that the store does not keep (a failure's code).
-    public func observe(_ event: DownloadEvent) {
-        _ = notifications(for: event)
-    }
-
     /// The notifications aria2 would send for an event, in order: a failure that never started
     /// is announced as started first (aria2 always sends onDownloadStart), the forgetting of a
     /// result is not announced.
@@ -72,13 +64,11 @@ public final class Aria2RPC: Sendable {
             switch event {
             case .started:
                 memory.started.insert(id)
-            case .failed(_, let error):
-                memory.errorCodes[id] = Aria2Status.errorCode(for: error)
+            case .failed:
                 if memory.started.remove(id) == nil, let start = Self.notification(for: .started(event.download)) {
                     return [start] + (Self.notification(for: event).map { [$0] } ?? [])
                 }
             case .removed where memory.forgetting.remove(id) != nil:
-                memory.errorCodes[id] = nil
                 memory.started.remove(id)
                 return []
             case .paused, .completed, .alreadyComplete, .removed:
@@ -259,7 +249,5 @@ public final class Aria2RPC: Sendable {
         return difference == 0
     }
 
-    func errorCode(_ id: Download.ID) -> Int? {
-        memory.withLockedValue { $0.errorCodes[id] }
-    }
+
 }

@@ -63,6 +63,13 @@ public struct Aria2Status: Sendable {
         }
     }
 
+    /// aria2's error code for a stored one (``DownloadRecord/lastErrorCode``: `name` or `name:status`).
+    public static func errorCode(stored: String) -> Int? {
+        let parts = stored.split(separator: ":", maxSplits: 1)
+        guard let name = parts.first, let code = SwoopError.Code(name: String(name)) else { return nil }
+        return errorCode(for: SwoopError(code, "", status: parts.count == 2 ? Int(parts[1]) : nil))
+    }
+
     /// The file's path: the final path once known, else the name asked for, else "" (aria2 shows
     /// an empty path until the server names the file).
     public var path: String {

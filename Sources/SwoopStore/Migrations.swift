@@ -123,6 +123,12 @@ extension SQLiteDownloadStore {
             // A daemon lists its paused and stopped downloads, and counts them, often.
             try db.create(index: "download_state", on: "download", columns: ["state"])
         }
+        migrator.registerMigration("v8: error codes") { db in
+            // What kind of error the last one was, for aria2's errorCode after a restart.
+            try db.alter(table: "download") { t in
+                t.add(column: "lastErrorCode", .text)
+            }
+        }
         return migrator
     }
 }

@@ -35,6 +35,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     var mirrors: String
     var createdAt: Double
     var updatedAt: Double
+    var lastErrorCode: String?
 
     /// Reads a row selected by ``select`` by column position: GRDB's lookup by name compares names
     /// case-insensitively for every column, a measurable cost on the per-download lookups.
@@ -65,6 +66,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         mirrors = row[23]
         createdAt = row[24]
         updatedAt = row[25]
+        lastErrorCode = row[26]
     }
 
     static func encode(_ segments: [Segment]) -> String? {
@@ -92,7 +94,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         "id", "url", "directory", "requestedName", "fileName", "state", "totalBytes", "committedBytes", "syncedBytes",
         "bootID", "etag", "lastModified", "finalSize", "finalModified", "checksum", "lastError", "headers",
         "collisionPolicy", "priority", "position", "bytesPerSecond", "segments", "settings", "mirrors",
-        "createdAt", "updatedAt",
+        "createdAt", "updatedAt", "lastErrorCode",
     ]
 
     /// `SELECT` of `columns`, in that order (what ``init(row:)`` reads by position), from the table.
@@ -109,7 +111,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         [
             id, url, directory, requestedName, fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag,
             lastModified, finalSize, finalModified, checksum, lastError, headers, collisionPolicy, priority, position,
-            bytesPerSecond, segments, settings, mirrors, createdAt, updatedAt,
+            bytesPerSecond, segments, settings, mirrors, createdAt, updatedAt, lastErrorCode,
         ]
     }
 
@@ -117,7 +119,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     /// place (`priority`, `position`), the download's `settings` and `mirrors`, or `createdAt`.
     static let updateColumns = [
         "fileName", "state", "totalBytes", "committedBytes", "syncedBytes", "bootID", "etag", "lastModified", "finalSize",
-        "finalModified", "checksum", "lastError", "headers", "collisionPolicy", "bytesPerSecond", "segments", "updatedAt",
+        "finalModified", "checksum", "lastError", "headers", "collisionPolicy", "bytesPerSecond", "segments", "updatedAt", "lastErrorCode",
     ]
 
     static let updateSQL = "UPDATE download SET \(updateColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?"
@@ -126,7 +128,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     var updateArguments: StatementArguments {
         [
             fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag, lastModified, finalSize, finalModified,
-            checksum, lastError, headers, collisionPolicy, bytesPerSecond, segments, updatedAt, id,
+            checksum, lastError, headers, collisionPolicy, bytesPerSecond, segments, updatedAt, lastErrorCode, id,
         ]
     }
 
@@ -150,6 +152,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         finalModified = r.finalModified
         checksum = r.checksum
         lastError = r.lastError
+        lastErrorCode = r.lastErrorCode
         headers = Self.json(r.headers, isEmpty: r.headers.isEmpty, empty: "[]")
         collisionPolicy = r.collisionPolicy.rawValue
         priority = r.priority
@@ -177,6 +180,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         r.finalSize = finalSize
         r.finalModified = finalModified
         r.lastError = lastError
+        r.lastErrorCode = lastErrorCode
         r.headers = Self.decoded(headers, empty: "[]", fallback: [])
         r.collisionPolicy = CollisionPolicy(rawValue: collisionPolicy) ?? .rename
         r.priority = priority

@@ -186,6 +186,14 @@ struct Aria2OtherMethodTests {
 
 @Suite("aria2 mappings at the edges")
 struct Aria2EdgeTests {
+    @Test func aStoredErrorCodeGivesAria2sNumber() {
+        #expect(Aria2Status.errorCode(stored: "httpStatus:404") == 3)
+        #expect(Aria2Status.errorCode(stored: "httpStatus:503") == 29)
+        #expect(Aria2Status.errorCode(stored: "timeout") == 2)
+        #expect(Aria2Status.errorCode(stored: "checksumMismatch") == 32)
+        #expect(Aria2Status.errorCode(stored: "nonsense") == nil)
+    }
+
     @Test func positionsNeverOverflow() throws {
         #expect(try Aria2Paging.position(current: 2, count: 3, pos: Int.max, how: "POS_CUR") == 2)
         #expect(try Aria2Paging.position(current: 2, count: 3, pos: Int.min, how: "POS_CUR") == 0)

@@ -183,6 +183,7 @@ struct DownloadStoreContractTests {
         for (index, state) in [Download.State.waiting, .paused, .completed, .paused, .failed].enumerated() {
             var record = record("f\(index).bin", state: state)
             record.position = 10 - index
+            if state == .failed { record.setLastError(SwoopError(.httpStatus, "HTTP 404 for http://127.0.0.1/f4.bin", status: 404)) }
             records.append(record)
         }
         try store.save(contentsOf: records)
@@ -191,6 +192,8 @@ struct DownloadStoreContractTests {
         // Queue order: position 7 (f3) before 9 (f1).
         #expect(try store.records(in: [.paused]).map(\.id) == [records[3].id, records[1].id])
         #expect(try store.records(in: [.completed, .failed]).map(\.id) == [records[4].id, records[2].id])
+        #expect(try store.record(id: records[4].id)?.lastErrorCode == "httpStatus:404")
+        #expect(try store.record(id: records[4].id) == records[4])
         #expect(try store.records(in: [.removed]).isEmpty)
         #expect(try store.counts() == [.waiting: 1, .paused: 2, .completed: 1, .failed: 1])
         #expect(Set(try store.ids()) == Set(records.map(\.id)))

@@ -52,6 +52,7 @@ extension DownloadManager {
             ? nil : FileSystem.exists(path) ? "\(path) was changed since it was downloaded" : "\(path) was removed"
         if problem != record.lastError {
             record.lastError = problem
+            record.lastErrorCode = problem == nil ? nil : SwoopError.Code.fileSystem.description
             try store.update(record, durable: true)
         }
         return (published, problem != nil)

@@ -152,7 +152,7 @@ extension DownloadManager {
             let started = record.state == .waiting ? DownloadStateMachine.next(after: .waiting, on: .start) : .success(record.state)
             if case .success(let failed) = started.flatMap({ DownloadStateMachine.next(after: $0, on: .fail) }) {
                 record.state = failed
-                record.lastError = swoopError.message
+                record.setLastError(swoopError)
                 record.bytesPerSecond = 0
                 record.updatedAt = Date()
                 // A record that was never stored (a direct download that failed first) stays unstored.

@@ -16,7 +16,7 @@ public enum SourceChange {
         let from = record.url
         record.url = url
         record.requestedName = requestedName
-        record.lastError = nil
+        record.setLastError(nil)
         if Syntax.host(of: from, includingPort: true) != Syntax.host(of: url, includingPort: true) {
             // Another server: what was asked of the first (headers that may carry its credentials,
             // its mirrors) does not follow; the request for the new URL gives its own.

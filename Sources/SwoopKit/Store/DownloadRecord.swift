@@ -40,6 +40,9 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
     /// The expected checksum, as given ("sha-256=HEX").
     public var checksum: String?
     public var lastError: String?
+    /// What kind of error `lastError` is: ``SwoopError/Code``'s name, with `:STATUS` for an HTTP
+    /// status (`httpStatus:404`), so that a daemon can report aria2's error code after a restart.
+    public var lastErrorCode: String?
     /// Extra request headers of this download (kept for resuming; they may hold credentials, so the
     /// state directory is private to its user).
     public var headers: [HTTPHeaderField]
@@ -90,6 +93,12 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
         self.segments = nil
         self.createdAt = now
         self.updatedAt = now
+    }
+
+    /// Records `error` (or clears the last one).
+    public mutating func setLastError(_ error: SwoopError?) {
+        lastError = error?.message
+        lastErrorCode = error.map { error in error.status.map { "\(error.code):\($0)" } ?? error.code.description }
     }
 
     /// The final path, once the name is chosen.

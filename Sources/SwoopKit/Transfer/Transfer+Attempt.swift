@@ -184,7 +184,7 @@ extension Transfer {
             // A 206 that omits validators continues the saved representation: keep what we know.
             record.etag = head.etag ?? (start > 0 ? record.etag : nil)
             record.lastModified = head.lastModified ?? (start > 0 ? record.lastModified : nil)
-            record.lastError = nil
+            record.setLastError(nil)
             offset = start
             // The validators reach the store before the first byte of this representation reaches the file.
             if let plan = splitPlan(start: start, total: total, status: head.status) {

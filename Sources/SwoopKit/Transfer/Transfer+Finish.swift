@@ -63,7 +63,7 @@ extension Transfer {
         record.finalSize = size
         record.finalModified = modified
         record.bytesPerSecond = 0
-        record.lastError = nil
+        record.setLastError(nil)
         record.updatedAt = Date()
         try storeCall { try store.update(record, durable: true) }
     }

@@ -91,7 +91,7 @@ extension Transfer {
             record.syncedBytes = segmented.plan.syncedBytes
             record.bootID = recordedBootID
             record.bytesPerSecond = 0
-            record.lastError = error?.message
+            record.setLastError(error)
             record.updatedAt = Date()
             return try storeCall { try store.update(record, durable: durable) }
         }
@@ -104,7 +104,7 @@ extension Transfer {
         record.syncedBytes = min(part?.syncedBytes ?? 0, offset)
         record.bootID = recordedBootID
         record.bytesPerSecond = record.state == .active ? meter.bytesPerSecond : 0
-        record.lastError = error?.message
+        record.setLastError(error)
         record.updatedAt = Date()
         try storeCall { try store.update(record, durable: durable) }
         // This save is a checkpoint too: the next one is due a full interval or 1 MiB from here.
