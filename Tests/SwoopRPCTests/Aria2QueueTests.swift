@@ -164,6 +164,10 @@ struct Aria2OtherMethodTests {
         fixture.server.setDefault("/slow.bin", .throttle(bytesPerSecond: 64 << 10))
         let gid = try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/slow.bin"))]).string)
         #expect(await fixture.waitFor(gid, "active"))
+        // tellActive answers from the run's record as it began: the same values as tellStatus.
+        let active = try #require(await fixture.value("aria2.tellActive", ["gid", "dir", "files", "status"]).array?.first)
+        #expect(active == (await fixture.value("aria2.tellStatus", .string(gid), ["gid", "dir", "files", "status"])))
+        #expect(active.object?["dir"]?.string == fixture.root)
         let servers = await fixture.value("aria2.getServers", .string(gid))
         let server = try #require(servers.array?.first?.object?["servers"]?.array?.first?.object)
         #expect(server["uri"]?.string == fixture.server.url("/slow.bin"))

@@ -78,7 +78,19 @@ extension DownloadManager {
     /// The details of the downloads running in this manager now (in one call: a daemon asks often).
     /// One handed to its run but not begun yet counts as active already: it left the waiting list.
     public func runningDetails() throws -> [DownloadDetails] {
-        try details(ids: Array(queue.active.keys)).compactMap { details in
+        // A run's record as it began serves, but not for a download that may use several
+        // connections: its segments (its bitfield) move on in the store.
+        let single = { (record: DownloadRecord) in
+            record.segments == nil && record.mirrors.isEmpty
+                && (record.settings.maxConnections ?? self.configuration.segments.maxConnections) == 1
+        }
+        let began = runs.records().filter { single($0.value) }
+        let current = runs.snapshots()
+        let ids = Array(queue.active.keys)
+        let stored = try store.records(ids: ids.filter { began[$0] == nil })
+        let all = ids.compactMap { id in began[id].map { DownloadDetails(download: current[id] ?? $0.snapshot(), record: $0) } }
+            + stored.map { DownloadDetails(download: current[$0.id] ?? $0.snapshot(), record: $0) }
+        return all.compactMap { details in
             var details = details
             switch details.download.state {
             case .active: return details

@@ -58,7 +58,7 @@ extension DownloadManager {
         }
         // A shutdown that began meanwhile must not find a transfer it did not cancel: it stays waiting.
         guard phase == .running else { return runs.forget(id) }
-        switch runs.begin(id, found: record?.state, since: since) {
+        switch runs.begin(id, found: record?.state, record: record, since: since) {
         case .settleQuietly:
             return
         case .announceStopped:

@@ -9,6 +9,9 @@ final class DownloadRuns: Sendable {
         var run: DownloadRun
         var task: Task<DownloadOutcome, any Error>?
         var snapshot: Download?
+        /// The record as the run read it under the lock when it began: what does not change while
+        /// it runs (directory, names, mirrors) for readers that must not go to the store each time.
+        var record: DownloadRecord?
         /// When the run went for the download's lock: controls posted before were meant for an
         /// earlier run.
         var since: Date?
@@ -60,10 +63,11 @@ final class DownloadRuns: Sendable {
     /// The run begins with the record's state as read under its lock (`nil`: gone).
     ///
     /// - Parameter since: When it went for the lock.
-    func begin(_ id: Download.ID, found: Download.State?, since: Date) -> DownloadRun.BeginAction {
+    func begin(_ id: Download.ID, found: Download.State?, record: DownloadRecord? = nil, since: Date) -> DownloadRun.BeginAction {
         entries.withLockedValue { entries in
             guard var entry = entries[id] else { return .settleQuietly }
             entry.since = since
+            entry.record = record
             let action = entry.run.begin(found: found)
             if action == .start { entries[id] = entry } else { entries[id] = nil }
             return action
@@ -141,6 +145,11 @@ final class DownloadRuns: Sendable {
     /// The latest snapshot `id`'s transfer published, if it runs.
     func snapshot(_ id: Download.ID) -> Download? {
         entries.withLockedValue { $0[id]?.snapshot }
+    }
+
+    /// The records runs began with (see ``Entry/record``), by id.
+    func records() -> [Download.ID: DownloadRecord] {
+        entries.withLockedValue { entries in entries.compactMapValues(\.record) }
     }
 
     func snapshots() -> [Download.ID: Download] {
