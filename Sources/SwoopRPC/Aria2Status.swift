@@ -171,8 +171,9 @@ public struct Aria2Status: Sendable {
 
     /// The keys asked for (all when `keys` is empty), as aria2's `keys` parameter selects.
     public func json(keys: [String]) -> JSONValue {
-        var object: [String: JSONValue] = [:]
-        for key in keys.isEmpty ? Self.keys : keys {
+        let wanted = keys.isEmpty ? Self.keys : keys
+        var object = [String: JSONValue](minimumCapacity: wanted.count)
+        for key in wanted {
             if let value = value(key) { object[key] = value }
         }
         return .object(object)
