@@ -40,7 +40,7 @@ struct DownloadIDTests {
             let error = #expect(throws: SwoopError.self) { try Download.ID.resolve(text, among: ids) }
             return error.map { ($0.code, $0.message) }
         }
-        #expect(failure("2089")! == (.invalidArgument, "download id 2089 is ambiguous: it matches 2 downloads"))
+        #expect(failure("2089")! == (.invalidArgument, "download id 2089 is ambiguous: it matches 2 downloads (2089b05ecca3d829, 2089c00000000000)"))
         #expect(failure("abc")! == (.notFound, "no download with id abc"))
         for bad in ["", "xyz", "2089b05ecca3d8290", "20-9"] {
             #expect(failure(bad)! == (.invalidArgument, "'\(bad)' is not a download id (16 hex digits, or a unique prefix of one)"))

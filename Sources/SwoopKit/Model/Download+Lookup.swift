@@ -9,17 +9,15 @@ extension Download.ID {
         guard !needle.isEmpty, needle.utf8.count <= 16, isHex(needle) else {
             throw SwoopError(.invalidArgument, "'\(text)' is not a download id (16 hex digits, or a unique prefix of one)")
         }
-        var found: Download.ID?
-        var count = 0
+        var matches: [Download.ID] = []
         for id in ids {
             if id.rawValue == needle { return id }
-            if id.rawValue.hasPrefix(needle) {
-                found = id
-                count += 1
-            }
+            if id.rawValue.hasPrefix(needle) { matches.append(id) }
         }
-        if count == 1, let found { return found }
-        if count == 0 { throw SwoopError(.notFound, "no download with id \(text)") }
-        throw SwoopError(.invalidArgument, "download id \(text) is ambiguous: it matches \(count) downloads")
+        if matches.count == 1 { return matches[0] }
+        if matches.isEmpty { throw SwoopError(.notFound, "no download with id \(text)") }
+        // A few, to pick from.
+        let shown = matches.prefix(3).map(\.rawValue).joined(separator: ", ") + (matches.count > 3 ? ", …" : "")
+        throw SwoopError(.invalidArgument, "download id \(text) is ambiguous: it matches \(matches.count) downloads (\(shown))")
     }
 }
