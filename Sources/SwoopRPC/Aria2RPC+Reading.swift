@@ -9,13 +9,9 @@ extension Aria2RPC {
         )
     }
 
+    /// An unknown id is worded by ``Aria2RPC/rpcError(_:)``, as for every call.
     func status(_ p: Parameters) async throws -> Aria2Status {
-        let id = try await p.gid(0, among: try await self.allIDs())
-        do {
-            return status(try await manager.details(id: id))
-        } catch let error as SwoopError where error.code == .notFound {
-            throw RPCError.method("No such download for GID#\(id)")
-        }
+        status(try await manager.details(id: try await p.gid(0, among: try await self.allIDs())))
     }
 
     func servers(_ p: Parameters) async throws -> JSONValue {
@@ -34,29 +30,28 @@ extension Aria2RPC {
         return .array(active.map { status($0).json(keys: keys) })
     }
 
-    /// aria2's waiting list: the downloads not started, in start order, paused ones in their places.
-    func waitingList() async throws -> [DownloadDetails] {
-        try await manager.details(ids: try await manager.queueOrder())
-    }
-
     /// aria2's stopped list: completed, failed and removed downloads, in the order they stopped.
     func stoppedList() async throws -> [DownloadDetails] {
         try await manager.details(matching: [.completed, .failed, .removed]).sorted { $0.record.updatedAt < $1.record.updatedAt }
     }
 
+    /// aria2's waiting list: the downloads not started, in start order, paused ones in their places.
+    /// Only the page asked for is read from the store (a queue of 10,000 lists 1,000 at a time).
     func tellWaiting(_ p: Parameters) async throws -> JSONValue {
-        try await page(of: try await waitingList(), p)
+        let order = try await manager.queueOrder()
+        let page = try Self.page(count: order.count, p)
+        return .array(try await manager.details(ids: page.indices.map { order[$0] }).map { status($0).json(keys: page.keys) })
     }
 
     func tellStopped(_ p: Parameters) async throws -> JSONValue {
-        try await page(of: try await stoppedList(), p)
+        let list = try await stoppedList()
+        let page = try Self.page(count: list.count, p)
+        return .array(page.indices.map { status(list[$0]).json(keys: page.keys) })
     }
 
-    func page(of list: [DownloadDetails], _ p: Parameters) async throws -> JSONValue {
-        let offset = try p.integer(0, "offset")
-        let num = try p.integer(1, "num")
-        let keys = try p.keys(2)
-        return .array(Aria2Paging.indices(count: list.count, offset: offset, num: num).map { status(list[$0]).json(keys: keys) })
+    /// The indices a tell call's `offset` and `num` select from a list of `count`, and its `keys`.
+    static func page(count: Int, _ p: Parameters) throws -> (indices: [Int], keys: [String]) {
+        (Aria2Paging.indices(count: count, offset: try p.integer(0, "offset"), num: try p.integer(1, "num")), try p.keys(2))
     }
 
     // MARK: - Options

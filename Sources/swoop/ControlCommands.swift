@@ -34,10 +34,11 @@ private func withManager<T>(
 /// for another swoop to answer withdraws the request (exit 130).
 ///
 /// With a daemon on the state directory, `remote` does it through the daemon's RPC instead (given
-/// the download's full id), so that the change is live there at once.
+/// the download as the daemon knows it; it returns the download's new URL if it moved), so that the
+/// change is live there at once.
 private func forEachDownload(
     _ ids: [String], global: GlobalOptions, verb: String, suffix: String = "",
-    remote: (@Sendable (DaemonClient, String) async throws -> Void)? = nil,
+    remote: (@Sendable (DaemonClient, DaemonClient.Found) async throws -> String?)? = nil,
     _ action: @escaping @Sendable (DownloadManager, Download) async throws -> Download
 ) async throws {
     let console = Console(quiet: global.quiet)
@@ -89,21 +90,19 @@ private func eachDownload(
 /// `eachDownload` through a daemon.
 private func eachDownload(
     _ ids: [String], daemon: DaemonClient, console: Console, verb: String, suffix: String,
-    _ action: @Sendable (DaemonClient, String) async throws -> Void
+    _ action: @Sendable (DaemonClient, DaemonClient.Found) async throws -> String?
 ) async -> Int32 {
     var status = ExitStatus.success
     for text in ids where !Task.isCancelled {
         do {
-            let gid = try await daemon.resolve(text)
-            let before = try await daemon.url(of: gid)
+            let found = try await daemon.resolve(text)
+            let url: String?
             do {
-                try await action(daemon, gid)
+                url = try await action(daemon, found)
             } catch let error as SwoopError where error.code == .invalidArgument {
-                throw SwoopError(error.code, "\(gid.prefix(8)) (\(before)): \(error.message)")
+                throw SwoopError(error.code, "\(found.gid.prefix(8)) (\(found.url)): \(error.message)")
             }
-            // A resume may have moved it to a new URL; a removal left none to ask.
-            let url = (try? await daemon.url(of: gid)) ?? before
-            console.result("\(verb) \(gid.prefix(8)) \(url)\(suffix)")
+            console.result("\(verb) \(found.gid.prefix(8)) \(url ?? found.url)\(suffix)")
         } catch {
             let error = error as? SwoopError ?? SwoopError(.other, "\(error)")
             console.error(error.userMessage)
@@ -126,8 +125,9 @@ struct PauseCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        let remote: @Sendable (DaemonClient, String) async throws -> Void = { daemon, gid in
-            _ = try await daemon.call("aria2.pause", [.string(gid)])
+        let remote: @Sendable (DaemonClient, DaemonClient.Found) async throws -> String? = { daemon, found in
+            _ = try await daemon.call("aria2.pause", [.string(found.gid)])
+            return nil
         }
         try await forEachDownload(ids, global: global, verb: "paused", remote: remote) { manager, download in
             try await manager.pause(download.id)
@@ -179,7 +179,7 @@ struct RemoveCommand: AsyncParsableCommand {
         }
         let said = deleteFile ? " (and its file)" : ""
         // Deleting files is not an aria2 call: with --delete-file the store path asks the daemon.
-        let remote: (@Sendable (DaemonClient, String) async throws -> Void)? = deleteFile ? nil : Self.forget
+        let remote: (@Sendable (DaemonClient, DaemonClient.Found) async throws -> String?)? = deleteFile ? nil : Self.forget
         try await forEachDownload(ids, global: global, verb: "removed", suffix: said, remote: remote) { [deleteFile] manager, download in
             try await manager.remove(download.id, deletingFile: deleteFile)
             var removed = download
@@ -191,11 +191,11 @@ struct RemoveCommand: AsyncParsableCommand {
 
 extension RemoveCommand {
     /// Forgets a download the daemon knows: stopped first if it is not, then its result removed.
-    @Sendable static func forget(_ daemon: DaemonClient, _ gid: String) async throws {
-        let status = try await daemon.call("aria2.tellStatus", [.string(gid), ["status"]]).object?["status"]?.string ?? ""
+    @Sendable static func forget(_ daemon: DaemonClient, _ found: DaemonClient.Found) async throws -> String? {
         let stopped: Set<String> = ["complete", "error", "removed"]
-        if !stopped.contains(status) { _ = try await daemon.call("aria2.remove", [.string(gid)]) }
-        _ = try await daemon.call("aria2.removeDownloadResult", [.string(gid)])
+        if !stopped.contains(found.status) { _ = try await daemon.call("aria2.remove", [.string(found.gid)]) }
+        _ = try await daemon.call("aria2.removeDownloadResult", [.string(found.gid)])
+        return nil
     }
 }
 
@@ -268,8 +268,8 @@ extension ResumeCommand {
             }
         }
         let url = self.url
-        try await forEachDownload(ids, global: global, verb: "resumed", remote: { daemon, gid in
-            let status = try await daemon.call("aria2.tellStatus", [.string(gid), ["status"]]).object?["status"]?.string ?? ""
+        try await forEachDownload(ids, global: global, verb: "resumed", remote: { daemon, found in
+            let (gid, status) = (found.gid, found.status)
             switch status {
             case "complete": throw SwoopError(.invalidArgument, "the download is already complete")
             case "removed": throw SwoopError(.invalidArgument, "the download was removed")
@@ -279,10 +279,11 @@ extension ResumeCommand {
             }
             if !options.isEmpty { _ = try await daemon.call("aria2.changeOption", [.string(gid), .object(options)]) }
             if let url {
-                let old = try await daemon.url(of: gid)
-                _ = try await daemon.call("aria2.changeUri", [.string(gid), 1, [.string(old)], [.string(url)]])
+                _ = try await daemon.call("aria2.changeUri", [.string(gid), 1, [.string(found.url)], [.string(url)]])
             }
             if status == "paused" || status == "error" { _ = try await daemon.call("aria2.unpause", [.string(gid)]) }
+            // The URL as the daemon keeps it, when it moved.
+            return url == nil ? nil : try await daemon.url(of: gid)
         }) { _, download in download }
     }
 }
@@ -310,8 +311,9 @@ struct LimitCommand: AsyncParsableCommand {
             throw error.exit(on: Console(quiet: global.quiet))
         }
         let said = " to " + (limit.map { ByteFormatting.rate(Double($0)) } ?? "no limit")
-        let remote: @Sendable (DaemonClient, String) async throws -> Void = { daemon, gid in
-            _ = try await daemon.call("aria2.changeOption", [.string(gid), ["max-download-limit": .string(String(limit ?? 0))]])
+        let remote: @Sendable (DaemonClient, DaemonClient.Found) async throws -> String? = { daemon, found in
+            _ = try await daemon.call("aria2.changeOption", [.string(found.gid), ["max-download-limit": .string(String(limit ?? 0))]])
+            return nil
         }
         try await forEachDownload([id], global: global, verb: "limited", suffix: said, remote: remote) { manager, download in
             try await manager.setRateLimit(download.id, bytesPerSecond: limit)

@@ -44,11 +44,19 @@ struct DaemonClient {
         return reply["result"] ?? .null
     }
 
-    /// The full id of a download the daemon knows, from an id or a unique prefix.
-    func resolve(_ text: String) async throws -> String {
-        let status = try await call("aria2.tellStatus", [.string(text), ["gid"]])
-        guard let gid = status.object?["gid"]?.string else { throw SwoopError(.notFound, "no download with id \(text)") }
-        return gid
+    /// A download the daemon knows: its full id, aria2's word for its state, and its URL.
+    struct Found: Sendable {
+        var gid: String
+        var status: String
+        var url: String
+    }
+
+    /// The download an id or a unique prefix names, in one call.
+    func resolve(_ text: String) async throws -> Found {
+        let status = try await call("aria2.tellStatus", [.string(text), ["gid", "status", "files"]]).object
+        guard let gid = status?["gid"]?.string else { throw SwoopError(.notFound, "no download with id \(text)") }
+        let url = status?["files"]?.array?.first?.object?["uris"]?.array?.first?.object?["uri"]?.string ?? ""
+        return Found(gid: gid, status: status?["status"]?.string ?? "", url: url)
     }
 
     /// The URL of a download the daemon knows.
