@@ -44,13 +44,8 @@ struct AddCommand: AsyncParsableCommand {
             }
         } else {
             do {
-                var configuration = SwoopKit.Configuration()
-                configuration.lockDirectory = try global.lockDirectory()
-                configuration.proxy.useEnvironment = false
-                let manager = try DownloadManager(configuration: configuration, store: try global.openStore())
-                let ids = await Result(catching: { try await manager.add(contentsOf: requests) })
-                try? await manager.shutdown()
-                for (id, request) in zip(try ids.get(), requests) { report(id: id.rawValue, request, console: console) }
+                let ids = try await withManager(global, console: console) { manager in try await manager.add(contentsOf: requests) }
+                for (id, request) in zip(ids, requests) { report(id: id.rawValue, request, console: console) }
             } catch let error as SwoopError {
                 throw error.exit(on: console)
             }
@@ -81,8 +76,3 @@ struct AddCommand: AsyncParsableCommand {
     }
 }
 
-extension Result where Failure == any Error {
-    init(catching body: () async throws -> Success) async {
-        do { self = .success(try await body()) } catch { self = .failure(error) }
-    }
-}

@@ -6,8 +6,8 @@ import SwoopRPC
 import SwoopStore
 
 /// Opens the store and a manager (without running it) for a command that changes downloads.
-private func withManager<T>(
-    _ global: GlobalOptions, console: Console, _ body: (DownloadManager, [Download]) async throws -> T
+func withManager<T>(
+    _ global: GlobalOptions, console: Console, _ body: (DownloadManager) async throws -> T
 ) async throws -> T {
     let manager: DownloadManager
     do {
@@ -20,7 +20,7 @@ private func withManager<T>(
         throw error.exit(on: console)
     }
     do {
-        let result = try await body(manager, try await manager.downloads())
+        let result = try await body(manager)
         try? await manager.shutdown()
         return result
     } catch {
@@ -60,7 +60,8 @@ private func eachDownload(
     _ ids: [String], global: GlobalOptions, console: Console, verb: String, suffix: String,
     _ action: @escaping @Sendable (DownloadManager, Download) async throws -> Download
 ) async throws -> Int32 {
-    try await withManager(global, console: console) { manager, downloads in
+    try await withManager(global, console: console) { manager in
+        let downloads = try await manager.downloads()
         var status = ExitStatus.success
         for text in ids where !Task.isCancelled {
             do {

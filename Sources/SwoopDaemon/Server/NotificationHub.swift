@@ -39,6 +39,4 @@ final class NotificationHub: Sendable {
         }
         for continuation in all { continuation.finish() }
     }
-
-    var count: Int { state.withLockedValue { $0.sessions.count } }
 }

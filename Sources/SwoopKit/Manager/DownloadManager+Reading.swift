@@ -106,14 +106,4 @@ extension DownloadManager {
     public func ids() throws -> [Download.ID] {
         try store.ids()
     }
-
-    /// The ids of the downloads running in this manager now.
-    public func runningIDs() -> [Download.ID] {
-        Array(queue.active.keys)
-    }
-
-    /// The ids of this manager's waiting downloads, next to start first.
-    public func waitingIDs() -> [Download.ID] {
-        queue.waiting.map(\.id)
-    }
 }
