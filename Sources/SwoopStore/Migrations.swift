@@ -91,16 +91,12 @@ extension SQLiteDownloadStore {
             try db.rename(table: "download_v4", to: "download")
             try db.create(index: "download_queue", on: "download", columns: ["priority", "position"])
             try db.create(index: "download_file", on: "download", columns: ["directory", "fileName"])
-            // Requests to the process transferring a download (`PostedControl`): a table of their
-            // own, so that watching them reads a few rows, not the downloads. One row per request,
-            // until its caller withdraws it.
+            // Requests to the process transferring a download (`DownloadControl`): a table of their
+            // own, so that watching them reads a few rows, not the downloads.
             try db.create(table: "control") { t in
-                t.primaryKey("token", .text)
-                t.column("id", .text).notNull()
+                t.primaryKey("id", .text)
                 t.column("request", .text).notNull()
                 t.column("postedAt", .double).notNull()
-                t.column("answerCode", .text)
-                t.column("answerMessage", .text)
             }
         }
         migrator.registerMigration("v5: mirrors") { db in
@@ -127,6 +123,22 @@ extension SQLiteDownloadStore {
             // What kind of error the last one was, for aria2's errorCode after a restart.
             try db.alter(table: "download") { t in
                 t.add(column: "lastErrorCode", .text)
+            }
+        }
+        migrator.registerMigration("v9: answered controls") { db in
+            // v4 shipped with one control per download and no answers; `PostedControl` needs one row
+            // per request, answered by the process that runs it. Controls are requests of the moment
+            // (their callers wait seconds at most): the table is made anew. (A store made while v4
+            // already held this shape keeps it.)
+            guard try !db.columns(in: "control").contains(where: { $0.name == "token" }) else { return }
+            try db.drop(table: "control")
+            try db.create(table: "control") { t in
+                t.primaryKey("token", .text)
+                t.column("id", .text).notNull()
+                t.column("request", .text).notNull()
+                t.column("postedAt", .double).notNull()
+                t.column("answerCode", .text)
+                t.column("answerMessage", .text)
             }
         }
         return migrator

@@ -258,7 +258,10 @@ struct SQLiteDownloadStoreTests {
         #expect(Set(indexes).isSuperset(of: ["download_queue", "download_file"]))
     }
 
-    @Test func aVersionFiveDatabaseGetsGIDsAndItsControlsFollow() throws {
+    /// A database migrated by v4 as it first shipped (a control per download, no answers, no
+    /// token) gets GIDs (v6) and the table of answered controls (v9); its old controls were
+    /// requests of the moment and are gone.
+    @Test func aVersionFiveDatabaseGetsGIDsAndTheAnsweredControlsTable() throws {
         let path = directory + "/v5.sqlite"
         let kept = Download.ID.make()
         do {
@@ -272,8 +275,7 @@ struct SQLiteDownloadStoreTests {
                             createdAt, updatedAt) VALUES (?, ?, '/tmp/x', '', 'waiting', 0, 0, 'b', 1, 2)
                             """, arguments: [id, url])
                 }
-                try db.execute(
-                    sql: "INSERT INTO control (token, id, request, postedAt) VALUES ('t1', '7c9e6679-7425-40de-944b-e07fc1f90ae7', 'pause', 3)")
+                try db.execute(sql: "INSERT INTO control (id, request, postedAt) VALUES ('7c9e6679-7425-40de-944b-e07fc1f90ae7', 'pause', 3)")
             }
         }
         let store = try SQLiteDownloadStore(path: path)
@@ -282,7 +284,10 @@ struct SQLiteDownloadStoreTests {
         #expect(records.allSatisfy { Download.ID.isGID($0.id.rawValue) })
         let moved = try #require(records.first { $0.url == "http://127.0.0.1/a" })
         #expect(records.first { $0.url == "http://127.0.0.1/b" }?.id == kept)
-        #expect(try store.controls().map(\.id) == [moved.id])
+        #expect(try store.controls().isEmpty)
+        let pause = PostedControl(id: moved.id, control: .pause, postedAt: Date(timeIntervalSince1970: 1_700_000_000))
+        try store.post(pause)
+        #expect(try store.controls() == [pause])
     }
 }
 
