@@ -42,7 +42,7 @@ final class DownloadLock: Sendable {
     /// - Throws: ``SwoopError/Code/inUse`` naming the holder's pid when another process holds it.
     static func acquire(_ key: DownloadKey, in directory: String?) throws -> DownloadLock {
         guard let directory else { return DownloadLock(fd: nil) }
-        return try acquire(key: "\(key.url)\n\(key.directory)\n\(key.requestedName)", in: directory, what: key.url)
+        return try acquire(key: lockName(key), in: directory, what: key.url)
     }
 
     /// Takes the lock of one download, or returns `nil` when another process holds it.
@@ -92,6 +92,11 @@ final class DownloadLock: Sendable {
         return DownloadLock(fd: fd)
     }
 
+    /// The name a download's lock is placed by: taking it and looking at it must agree.
+    static func lockName(_ key: DownloadKey) -> String {
+        "\(key.url)\n\(key.directory)\n\(key.requestedName)"
+    }
+
     /// Whether a process holds the lock of `key` (it is transferring that download), without taking
     /// it: a reader such as `swoop ls` must not make a starting transfer fail for a moment.
     static func isHeld(_ key: DownloadKey, in directory: String) -> Bool {
@@ -99,7 +104,7 @@ final class DownloadLock: Sendable {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { _ = Glibc.close(fd) }
-        var (lock, _) = place(of: "\(key.url)\n\(key.directory)\n\(key.requestedName)")
+        var (lock, _) = place(of: lockName(key))
         guard fcntl(fd, ofdGetLock, &lock) == 0 else { return false }
         return lock.l_type != Int16(F_UNLCK)
     }

@@ -14,7 +14,7 @@ extension DownloadManager {
 
     /// One download's snapshot.
     public func download(id: Download.ID) throws -> Download {
-        if let snapshot = runs.snapshots()[id] { return snapshot }
+        if let snapshot = runs.snapshot(id) { return snapshot }
         return try existingRecord(id).snapshot()
     }
 
@@ -49,7 +49,7 @@ extension DownloadManager {
     /// - Throws: ``SwoopError/Code/notFound`` for an unknown id.
     public func details(id: Download.ID) throws -> DownloadDetails {
         let record = try existingRecord(id)
-        return DownloadDetails(download: runs.snapshots()[id] ?? record.snapshot(), record: record)
+        return DownloadDetails(download: runs.snapshot(id) ?? record.snapshot(), record: record)
     }
 
     /// The details of the downloads with these ids that exist, in the order given.

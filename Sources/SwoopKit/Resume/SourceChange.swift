@@ -25,7 +25,7 @@ public enum SourceChange {
         }
         guard let reason = startOverReason(record, from: from, trustLength: trustLength) else {
             // The strong ETag proves the file; another server's date for it may differ.
-            if let etag = record.etag, !etag.hasPrefix("W/") { record.lastModified = nil }
+            if record.strongETag != nil { record.lastModified = nil }
             return nil
         }
         record.committedBytes = 0
@@ -40,7 +40,7 @@ public enum SourceChange {
     /// Why the saved bytes of `record` cannot be offered to a new URL, or `nil` when they can.
     static func startOverReason(_ record: DownloadRecord, from: String, trustLength: Bool) -> String? {
         guard record.committedBytes > 0 || record.segments != nil else { return nil }
-        if let etag = record.etag, !etag.hasPrefix("W/") { return nil }
+        if record.strongETag != nil { return nil }
         if trustLength, record.lastModified != nil, record.totalBytes != nil { return nil }
         let what = record.lastModified != nil && record.totalBytes != nil
             ? "only a Last-Modified date and a length, which another file can share (--trust-mirror-length keeps the bytes on them)"

@@ -95,6 +95,12 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
         self.updatedAt = now
     }
 
+    /// The stored ETag when it is a strong one (a weak one proves no byte, RFC 9110 §8.8.3).
+    var strongETag: String? {
+        guard let etag, !etag.hasPrefix("W/") else { return nil }
+        return etag
+    }
+
     /// Records `error` (or clears the last one).
     public mutating func setLastError(_ error: SwoopError?) {
         lastError = error?.message

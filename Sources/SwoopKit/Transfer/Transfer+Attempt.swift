@@ -61,7 +61,7 @@ extension Transfer {
     static func provesSameFile(_ head: ResponseHead, as record: DownloadRecord) -> Bool {
         let total = head.contentRange.flatMap(ContentRange.init(parsing:))?.total
         guard let total, total == record.totalBytes else { return false }
-        if let etag = record.etag, !etag.hasPrefix("W/") { return head.etag == etag }
+        if let etag = record.strongETag { return head.etag == etag }
         return record.lastModified != nil && head.lastModified == record.lastModified
     }
 

@@ -38,7 +38,7 @@ extension Transfer {
     /// Whether an answer names the version `record` completed: its strong ETag, else (no ETag on
     /// either side) its Last-Modified date and length.
     static func sameVersion(_ head: ResponseHead, as record: DownloadRecord) -> Bool {
-        if let etag = record.etag, !etag.hasPrefix("W/") { return head.etag == etag }
+        if let etag = record.strongETag { return head.etag == etag }
         guard record.etag == nil, head.etag == nil, let date = record.lastModified else { return false }
         return head.lastModified == date && head.contentLength == record.finalSize
     }

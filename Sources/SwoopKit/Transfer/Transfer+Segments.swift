@@ -14,7 +14,7 @@ extension Transfer {
     func splitPlan(start: Int, total: Int?, status: Int) -> SegmentPlan? {
         let settings = configuration.segments
         guard settings.maxConnections > 1, status == 206, let total, total - start >= 2 * settings.minSplitSize,
-            record.etag.map({ !$0.hasPrefix("W/") }) == true || record.lastModified != nil
+            record.strongETag != nil || record.lastModified != nil
         else { return nil }
         let rest = SegmentPlan.initial(total: total - start, connections: settings.maxConnections, minSplitSize: settings.minSplitSize)
         guard rest.segments.count > 1 else { return nil }
