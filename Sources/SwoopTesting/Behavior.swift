@@ -18,6 +18,9 @@ public enum Behavior: Sendable {
     case stallAfter(bytes: Int)
     /// Answers a `Range` request with `200` and the whole body, as a server without range support.
     case ignoreRange
+    /// Serves a `Range` whatever its `If-Range` says, as h2o and S3 over TLS were seen to: the
+    /// client alone must tell whether the range continues its file.
+    case ignoreIfRange
     /// Answers `206` whose `Content-Range` claims this first byte; the body still starts at the
     /// requested one (or at byte 0 without a `Range` header), and the claimed length is the real one.
     case wrongContentRangeStart(Int)

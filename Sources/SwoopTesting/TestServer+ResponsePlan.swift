@@ -80,7 +80,8 @@ extension TestServer {
                 return ResponsePlan(status: .notModified, headers: headers, body: [], bodyRange: 0..<0)
             }
 
-            let requested = Self.requestedRange(of: request, resource: resource)
+            let ignoresIfRange = if case .ignoreIfRange = behavior { true } else { false }
+            let requested = Self.requestedRange(of: request, resource: resource, honouringIfRange: !ignoresIfRange)
             var plan = ResponsePlan(status: .ok, headers: headers, body: resource.body, bodyRange: 0..<total)
             switch behavior {
             case .wrongContentRangeStart(let claimedStart):
@@ -150,12 +151,12 @@ extension TestServer {
         }
 
         /// The single range the request asks for, when it asks for one and `If-Range` allows it.
-        private static func requestedRange(of request: HTTPRequestHead, resource: Resource) -> ByteRange? {
+        private static func requestedRange(of request: HTTPRequestHead, resource: Resource, honouringIfRange: Bool) -> ByteRange? {
             guard request.method == .GET || request.method == .HEAD,
                 let header = request.headers.first(name: "range"),
                 let range = ByteRange(header: header)
             else { return nil }
-            if let validator = request.headers.first(name: "if-range")?.trimmingBlanks() {
+            if honouringIfRange, let validator = request.headers.first(name: "if-range")?.trimmingBlanks() {
                 // RFC 9110 §13.1.5: an entity tag must match strongly, a date exactly.
                 let isEntityTag = validator.hasPrefix("\"") || validator.hasPrefix("W/")
                 let strongETag = resource.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }

@@ -256,6 +256,58 @@ struct SegmentedDownloadTests {
         #expect(notices.contains { $0.hasPrefix("dropping \(f.server.url("/gone/g.bin")): HTTP 404") && $0.hasSuffix("; trying mirror \(f.server.url("/m/g.bin"))") }, "\(notices)")
     }
 
+    /// A mirror taking over a single connection's saved bytes must prove their file as a mirror
+    /// taking segments does: one that serves another file without an ETag (or of another length),
+    /// and answers the range despite `If-Range`, never has its bytes spliced onto the URL's; the
+    /// download starts over from it and is byte-exact.
+    @Test(arguments: [(etag: String?.none, size: 1_000_000), (etag: "\"v1\"", size: 1_200_000)])
+    func aMirrorTakingOverSavedBytesMustProveTheirFile(mirror: (etag: String?, size: Int)) async throws {
+        let f = try await Self.fixture(connections: 1)
+        defer { f.stop() }
+        _ = f.serve("/p/t.bin", size: 1_000_000)
+        f.server.enqueue("/p/t.bin", .cutAfter(bytes: 300_000))
+        f.server.setDefault("/p/t.bin", .status(404))
+        let other = Resource.random(size: mirror.size, seed: 42)
+        f.server.serve("/m/t.bin", Resource(body: other, etag: mirror.etag))
+        f.server.setDefault("/m/t.bin", .ignoreIfRange)
+        var request = try f.request("/p/t.bin")
+        request.mirrors = [try DownloadRequest.validate(f.server.url("/m/t.bin"))]
+        let (result, events) = await f.download(request)
+        _ = try result.get()
+        #expect(sha256(file: f.path("t.bin")) == sha256(other))
+        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        let why = mirror.etag == nil ? "it shows no ETag (the saved bytes have \"v1\")" : "it serves another length (1200000 bytes, the saved file has 1000000)"
+        #expect(notices.contains("\(f.server.url("/m/t.bin")) is not the file \(f.server.url("/p/t.bin")) was: \(why); starting over from 0"), "\(notices)")
+        // Asked for the rest with the saved ETag only (another server's date may differ), then whole.
+        let asked = f.server.requests(to: "/m/t.bin")
+        #expect(asked.first?.header("Range") == "bytes=300000-" && asked.first?.header("If-Range") == "\"v1\"")
+        #expect(asked.last?.header("Range") == nil)
+    }
+
+    /// A mirror that proves the saved bytes' file (their strong ETag and length, or with a checksum
+    /// the length alone) continues them: only the rest is fetched from it.
+    @Test(arguments: [false, true])
+    func aMirrorThatProvesTheFileContinuesIt(checksum: Bool) async throws {
+        let f = try await Self.fixture(connections: 1)
+        defer { f.stop() }
+        let body = f.serve("/p/u.bin", size: 1_000_000)
+        f.server.enqueue("/p/u.bin", .cutAfter(bytes: 300_000))
+        f.server.setDefault("/p/u.bin", .status(404))
+        f.server.serve("/m/u.bin", Resource(body: body, etag: checksum ? "\"mirror-own\"" : "\"v1\""))
+        var request = try f.request("/p/u.bin")
+        request.mirrors = [try DownloadRequest.validate(f.server.url("/m/u.bin"))]
+        if checksum { request.checksum = try Checksum(parsing: "sha-256=" + sha256(body)) }
+        let (result, events) = await f.download(request)
+        _ = try result.get()
+        #expect(sha256(file: f.path("u.bin")) == sha256(body))
+        let asked = f.server.requests(to: "/m/u.bin")
+        #expect(asked.count == 1)
+        #expect(asked.first?.header("Range") == "bytes=300000-")
+        #expect(asked.first?.header("If-Range") == (checksum ? nil : "\"v1\""))
+        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        #expect(notices.contains { $0.hasPrefix("\(f.server.url("/m/u.bin")) serves the same file as \(f.server.url("/p/u.bin"))") }, "\(notices)")
+    }
+
     /// A mirror with another file answers an empty first segment's If-Range with `200` and its
     /// whole file: never written from, even at byte 0 (the probe cut before its first byte leaves
     /// that segment to whichever connection comes).

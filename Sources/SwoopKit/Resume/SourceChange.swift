@@ -1,3 +1,5 @@
+import Foundation
+
 /// A download moving to another URL for the same file: a re-signed link, another mirror, `swoop
 /// resume --url`. Pure.
 ///
@@ -17,9 +19,10 @@ public enum SourceChange {
         record.url = url
         record.requestedName = requestedName
         record.setLastError(nil)
-        if Syntax.host(of: from, includingPort: true) != Syntax.host(of: url, includingPort: true) {
-            // Another server: what was asked of the first (headers that may carry its credentials,
-            // its mirrors) does not follow; the request for the new URL gives its own.
+        if !sameOrigin(from, url) {
+            // Another origin (scheme, host, port): what was asked of the first (headers that may
+            // carry its credentials, its mirrors) does not follow, not even from https to http of
+            // the same host; the request for the new URL gives its own.
             record.headers = []
             record.mirrors = []
         }
@@ -35,6 +38,11 @@ public enum SourceChange {
         record.etag = nil
         record.lastModified = nil
         return reason
+    }
+
+    private static func sameOrigin(_ a: String, _ b: String) -> Bool {
+        guard let a = URL(string: a), let b = URL(string: b) else { return false }
+        return RedirectTracker.sameOrigin(a, b)
     }
 
     /// Why the saved bytes of `record` cannot be offered to a new URL, or `nil` when they can.

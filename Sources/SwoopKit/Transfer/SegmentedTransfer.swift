@@ -34,12 +34,12 @@ final class SegmentedTransfer: Sendable {
         var url: URL
         /// More URLs of the same file; connections are spread over `url` and these.
         var mirrors: [URL] = []
-        /// Whether a mirror must present the download's strong ETag (sent as `If-Range`): so unless
-        /// a checksum verifies the result, when a matching length is enough.
-        var mirrorsNeedETag = true
-        /// Whether the URL's own answers must carry the download's strong ETag too (a download that
-        /// moved to this URL: nothing else proves it serves the saved bytes' file).
-        var urlMustShowETag = false
+        /// What a mirror's answers must show: the download's strong ETag (sent as `If-Range`), or,
+        /// when a checksum verifies the result, a matching length.
+        var mirrorProof: SourceProof = .strongETag
+        /// What the URL's own answers must show, when it did not write the saved bytes (a download
+        /// moved to it, or a mirror that took over): nothing else proves it serves their file.
+        var urlProof: SourceProof?
         /// Says something the user should know (a mirror dropped, and why).
         var notice: @Sendable (String) -> Void = { _ in }
         /// The request's headers (configured and per-download), without range headers.
@@ -82,7 +82,7 @@ final class SegmentedTransfer: Sendable {
         self.context = context
         var initial = State(plan: plan)
         for segment in plan.segments { initial.recorded[segment.start] = segment.written }
-        if !context.mirrors.isEmpty, context.mirrorsNeedETag, context.saved.strongETag == nil {
+        if !context.mirrors.isEmpty, context.mirrorProof == .strongETag, context.saved.strongETag == nil {
             // Nothing would prove that a mirror serves the same bytes.
             initial.dropped = Set(1...context.mirrors.count)
             context.notice("not using the mirrors of \(context.url.absoluteString): it gives no strong ETag to check them against (a --checksum would)")
@@ -252,50 +252,46 @@ final class SegmentedTransfer: Sendable {
     }
 
     /// Asks a source for the rest of a segment and checks that the answer continues the same
-    /// representation: the URL's by its validators, a mirror's by the same length and (when no
-    /// checksum verifies the result) the same strong ETag. A mirror's mismatch is `MirrorRefused`.
+    /// representation: by the download's validators, and from a source that did not write the saved
+    /// bytes by its ``SourceProof`` too. A mirror's mismatch is `MirrorRefused`.
     private func request(_ segment: Segment, from index: Int) async throws -> HTTPClientResponse.Body {
-        var saved = context.saved
+        let proof = index > 0 ? context.mirrorProof : context.urlProof
+        var saved = proof?.asked(context.saved) ?? context.saved
         saved.offset = segment.next
         var headers = context.headers
         headers.append(("Range", "bytes=\(segment.next)-\(segment.end - 1)"))
-        if index > 0 {
-            // A mirror's own Last-Modified (and, with a checksum, its ETag) may differ: not compared.
-            saved.lastModified = nil
-            if !context.mirrorsNeedETag { saved.etag = nil }
-        }
         if let validator = saved.strongETag ?? saved.lastModified { headers.append(("If-Range", validator)) }
         let url = source(index)
         let response = try await context.client.swoopGet(
             url, headers: headers, configuration: context.configuration, logger: context.logger,
             slow: context.throttle.isSlow
         )
-        let mustShowETag = index > 0 ? context.mirrorsNeedETag : context.urlMustShowETag
+        let head = ResponseHead(response)
+        if head.status == 206, let proof, let refusal = proof.refusal(of: head, saved: context.saved) {
+            await response.body.drain()
+            if index > 0 { throw MirrorRefused(reason: refusal) }
+            throw SegmentRestart(reason: "\(url.absoluteString) is not the file the saved bytes are from: \(refusal)")
+        }
         do {
-            return try await check(response, segment: segment, saved: saved, url: url, mustShowETag: mustShowETag)
+            return try await check(response, head: head, segment: segment, saved: saved, url: url, changed: index > 0 ? "it serves another file" : "the file changed on the server")
         } catch let restart as SegmentRestart where index > 0 {
-            throw MirrorRefused(reason: restart.reason.replacingOccurrences(of: "the file changed on the server", with: "it serves another file"))
+            throw MirrorRefused(reason: restart.reason)
         }
     }
 
     /// The body of an answer that continues the segment, or the restart (or status error) it means.
     /// A segment is always asked as a range: a 2xx other than 206 is a server that ignores ranges
-    /// or, under If-Range, another file. A source that must prove the file (`mustShowETag`) shows
-    /// the download's strong ETag.
+    /// or, under If-Range, another file (`changed` says which way round: the file changed, or a
+    /// mirror serves another).
     private func check(
-        _ response: HTTPClientResponse, segment: Segment, saved: SavedRepresentation, url: URL, mustShowETag: Bool
+        _ response: HTTPClientResponse, head: ResponseHead, segment: Segment, saved: SavedRepresentation, url: URL, changed: String
     ) async throws -> HTTPClientResponse.Body {
-        let head = ResponseHead(response)
         if head.status != 206, (200..<300).contains(head.status) {
             await response.body.drain()
             if let etag = saved.strongETag, let other = head.etag, other != etag {
-                throw SegmentRestart(reason: "the file changed on the server (ETag \(etag) → \(other))")
+                throw SegmentRestart(reason: "\(changed) (ETag \(etag) → \(other))")
             }
             throw SegmentRestart(reason: "the server sent the whole file (\(head.status)) instead of the range")
-        }
-        if head.status == 206, mustShowETag, let etag = context.saved.strongETag, head.etag != etag {
-            await response.body.drain()
-            throw SegmentRestart(reason: "the file changed on the server (ETag \(etag) → \(head.etag ?? "none"))")
         }
         switch ResumeDecision.decide(head, saved: saved) {
         case .write(let offset, let total, let restartReason) where offset == segment.next && restartReason == nil:

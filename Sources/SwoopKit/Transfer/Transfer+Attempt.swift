@@ -38,6 +38,11 @@ extension Transfer {
                     if ErrorClassifier.isSourceFailure(swoopError), !spareSources.isEmpty {
                         let next = spareSources.removeFirst()
                         emit(.notice(snapshot(), "dropping \(url.absoluteString): \(swoopError.message); trying mirror \(next.absoluteString)"))
+                        if offset > 0 || record.segments != nil {
+                            // The saved bytes are kept only if the mirror proves it serves their file.
+                            movedFrom = url.absoluteString
+                            sourceProof = .forMirror(verifiedByChecksum: options.checksum != nil)
+                        }
                         url = next
                         retries = Retries(policy: configuration.retry)
                         continue
@@ -54,15 +59,6 @@ extension Transfer {
                 }
             }
         }
-    }
-
-    /// Whether a `206` from a new URL shows the saved representation's strong ETag (or, kept on
-    /// trust, its Last-Modified date) and its length, as a server of the same file would.
-    static func provesSameFile(_ head: ResponseHead, as record: DownloadRecord) -> Bool {
-        let total = head.contentRange.flatMap(ContentRange.init(parsing:))?.total
-        guard let total, total == record.totalBytes else { return false }
-        if let etag = record.strongETag { return head.etag == etag }
-        return record.lastModified != nil && head.lastModified == record.lastModified
     }
 
     /// An error message without the URL the board's line already names: "cannot connect to URL:
@@ -106,7 +102,7 @@ extension Transfer {
     func movedReason(_ reason: String) -> String {
         guard let from = movedFrom else { return reason }
         movedFrom = nil
-        return "\(record.url) is not the file \(from) was: \(reason)"
+        return "\(url.absoluteString) is not the file \(from) was: \(reason)"
     }
 
     /// One request. Returns `true` when the part file holds the whole file, `false` to go again at
@@ -122,7 +118,9 @@ extension Transfer {
         var saved = SavedRepresentation(
             offset: offset, totalBytes: record.totalBytes, etag: record.etag, lastModified: record.lastModified
         )
-        var rangeHeaders = ResumeDecision.rangeHeaders(for: saved)
+        // A source that did not write the saved bytes is asked only what its proof compares.
+        var asked = sourceProof?.asked(saved) ?? saved
+        var rangeHeaders = ResumeDecision.rangeHeaders(for: asked)
         let probing = offset == 0 && rangeHeaders?.isEmpty == true && configuration.segments.maxConnections > 1 && !probeRefused
         if probing {
             // A bounded first range tells whether the server honours ranges (206) and the length,
@@ -133,11 +131,19 @@ extension Transfer {
             emit(.notice(snapshot(), "cannot validate the saved bytes of \(record.url) (no ETag, Last-Modified or length); starting over"))
             try await onDisk { try $0.resetToZero() }
             saved.offset = 0
+            asked.offset = 0
             rangeHeaders = []
         }
         let response = try await send(extraHeaders: rangeHeaders ?? [])
         let head = ResponseHead(response)
-        switch ResumeDecision.decide(head, saved: saved) {
+        if saved.offset > 0, head.status == 206, let refusal = sourceProof?.refusal(of: head, saved: saved) {
+            // Not contradicting the saved bytes is not enough: another source must prove their file.
+            await response.body.drain()
+            let why = movedReason(refusal)
+            try await onDisk { try $0.restart(because: why) }
+            return false
+        }
+        switch ResumeDecision.decide(head, saved: asked) {
         case .status(416) where probing:
             await response.body.drain()
             probeRefused = true
@@ -153,19 +159,13 @@ extension Transfer {
             let why = movedReason(reason)
             try await onDisk { try $0.restart(because: why) }
             return false
-        case .write(let start, _, nil) where start > 0 && movedFrom != nil && !Self.provesSameFile(head, as: record):
-            // A new URL must show the saved file's validator itself: not showing another is not enough.
-            await response.body.drain()
-            let why = movedReason("its answer does not show the ETag \(record.etag ?? "") (or the Last-Modified date and length) of the saved bytes")
-            try await onDisk { try $0.restart(because: why) }
-            return false
         case .write(let start, let total, let restartReason):
             if let restartReason {
                 // The body that follows is the whole file: no extra request, so no restart budget spent.
                 emit(.notice(snapshot(), "\(movedReason(restartReason)); starting over from 0"))
                 try await onDisk { try $0.resetToZero() }
             } else if let from = movedFrom, start > 0 {
-                emit(.notice(snapshot(), "\(record.url) serves the same file as \(from) (ETag \(record.etag ?? "none")): continuing from \(ByteFormatting.format(start))"))
+                emit(.notice(snapshot(), "\(url.absoluteString) serves the same file as \(from) (ETag \(record.etag ?? "none")): continuing from \(ByteFormatting.format(start))"))
             }
             movedFrom = nil
             // A record that names no representation and no progress (a fresh download, or one
@@ -182,8 +182,11 @@ extension Transfer {
             }
             record.totalBytes = total
             // A 206 that omits validators continues the saved representation: keep what we know.
-            record.etag = head.etag ?? (start > 0 ? record.etag : nil)
-            record.lastModified = head.lastModified ?? (start > 0 ? record.lastModified : nil)
+            // A source that proved the saved bytes continues them: theirs stay the download's.
+            if start == 0 || sourceProof == nil {
+                record.etag = head.etag ?? (start > 0 ? record.etag : nil)
+                record.lastModified = head.lastModified ?? (start > 0 ? record.lastModified : nil)
+            }
             record.setLastError(nil)
             offset = start
             // The validators reach the store before the first byte of this representation reaches the file.
@@ -225,6 +228,8 @@ extension Transfer {
 
     func resetToZero() throws {
         offset = 0
+        // What follows is all the current URL's own.
+        sourceProof = nil
         segmented = nil
         record.segments = nil
         record.totalBytes = nil

@@ -35,8 +35,7 @@ extension Transfer {
             plan: plan,
             context: .init(
                 client: context.client, configuration: configuration, logger: context.logger, url: url, mirrors: spareSources,
-                // A checksum verifies the result: a mirror's matching length is enough then.
-                mirrorsNeedETag: options.checksum == nil, urlMustShowETag: movedFrom != nil,
+                mirrorProof: .forMirror(verifiedByChecksum: options.checksum != nil), urlProof: sourceProof,
                 notice: { message in emit(.notice(base, message)) },
                 headers: configuration.headers + options.headers, part: part, store: store, recordID: record.id,
                 bootID: recordedBootID,

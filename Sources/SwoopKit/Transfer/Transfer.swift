@@ -101,8 +101,12 @@ final class Transfer {
     var writebackFrom = 0
     /// The retry this transfer waits for, shown in its snapshots until the next attempt starts.
     var retrying: Download.Retry?
-    /// The URL the download moved from, until the new URL's first answer proves or disproves it.
+    /// The URL the saved bytes came from, until `url`'s first answer proves or disproves that it
+    /// serves their file (a download moved to a new URL, a mirror taking over): named in notices.
     var movedFrom: String?
+    /// What `url`'s resumed answers must show when it did not write the saved bytes; `nil` once it
+    /// wrote them all (from zero).
+    var sourceProof: SourceProof?
 
     static let maxRestarts = 3
 
@@ -125,6 +129,7 @@ final class Transfer {
         self.announcesAdded = announcesAdded
         self.context = context
         self.movedFrom = options.movedFrom
+        self.sourceProof = options.movedFrom.map { _ in .forMovedURL(strongETag: record.strongETag) }
         self.spareSources = options.mirrors.filter { $0 != url }
     }
 
