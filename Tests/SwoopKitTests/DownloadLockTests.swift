@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("DownloadLock: one byte-range lock per download in one shared file")
+@Suite("Locks: one byte-range lock per download in one shared file; the part file's flock")
 struct DownloadLockTests {
     let directory: String
 
@@ -37,5 +37,33 @@ struct DownloadLockTests {
         }
         let again = try DownloadLock.acquire(key: "k", in: directory, what: "k")
         withExtendedLifetime(again) {}
+    }
+
+    /// A child process started while the lock was held shares its open file until it execs (or
+    /// for good, had it inherited the descriptor): a release must still free the lock at once for
+    /// this process's next run of the download. Seen as a resumed download failing "already being
+    /// downloaded by this swoop process" while tests started processes beside it.
+    @Test func aReleasedLockIsFreeEvenWhileAnotherDescriptorSharesItsFile() throws {
+        let held = try DownloadLock.acquire(key: "shared", in: directory, what: "k")
+        let copy = dup(try #require(held.descriptor))
+        #expect(copy >= 0)
+        defer { close(copy) }
+        held.release()
+        let again = try DownloadLock.acquire(key: "shared", in: directory, what: "k")
+        withExtendedLifetime(again) {}
+    }
+
+    /// The same for a part file's lock: unlocked, it is free to open again while another
+    /// descriptor still shares the file.
+    @Test func anUnlockedPartFileIsFreeEvenWhileAnotherDescriptorSharesIt() throws {
+        let path = directory + "/f.bin.swoop"
+        let first = try #require(try PartFile.open(path, exclusive: false))
+        let copy = dup(first.fd)
+        #expect(copy >= 0)
+        defer { close(copy) }
+        #expect(throws: SwoopError.self) { try PartFile.open(path, exclusive: false) }
+        first.unlock()
+        let again = try #require(try PartFile.open(path, exclusive: false))
+        withExtendedLifetime((first, again)) {}
     }
 }

@@ -139,7 +139,8 @@ struct DownloadManagerTests {
 
         try await run.manager.resume(id)
         #expect(await run.events.wait { _ in run.events.terminal(id).count == 2 })
-        #expect(run.events.terminal(id).map(\.caseName) == ["paused", "completed"])
+        let failures = run.events.terminal(id).compactMap { event -> String? in if case .failed(_, let error) = event { error.message } else { nil } }
+        #expect(run.events.terminal(id).map(\.caseName) == ["paused", "completed"], "\(failures)")
         #expect(sha256(file: f.path("p.bin")) == sha256(body))
         let resumed = try #require(f.server.requests(to: "/p.bin").last)
         #expect(resumed.header("Range") == "bytes=1200000-")
@@ -203,8 +204,9 @@ struct DownloadManagerTests {
         let resumed = try await run.manager.resumeAll()
         #expect(Set(resumed) == Set(ids))
         #expect(await run.events.wait { _ in ids.allSatisfy { run.events.terminal($0).count == 2 } })
+        let failures = ids.flatMap { id in run.events.terminal(id).compactMap { event -> String? in if case .failed(_, let error) = event { error.message } else { nil } } }
         for i in 0..<4 {
-            #expect(sha256(file: f.path("q\(i).bin")) == sha256(bodies[i]))
+            #expect(sha256(file: f.path("q\(i).bin")) == sha256(bodies[i]), "\(failures)")
         }
         #expect(f.server.requests(to: "/q0.bin").last?.header("Range") == "bytes=50000-")
         #expect(try await run.manager.resumeAll().isEmpty)

@@ -18,20 +18,33 @@ import Darwin
 /// The holder also writes its pid at a small slot derived from the same hash, so a refused process
 /// can name it; two downloads sharing a slot (1 in 65,536) can only make that pid wrong, never the lock.
 final class DownloadLock: Sendable {
-    /// The locked file, or `nil` for a lock that locks nothing (no lock directory: an ephemeral
-    /// manager) or that was released.
-    private let fd: NIOLockedValueBox<Int32?>
+    /// The locked file and the byte locked in it, or `nil` for a lock that locks nothing (no lock
+    /// directory: an ephemeral manager) or that was released.
+    private let held: NIOLockedValueBox<(fd: Int32, byte: off_t)?>
 
-    private init(fd: Int32?) { self.fd = NIOLockedValueBox(fd) }
+    private init(fd: Int32?, byte: off_t = 0) { self.held = NIOLockedValueBox(fd.map { ($0, byte) }) }
 
     deinit { release() }
 
-    /// Lets the lock go now (closing its file drops the lock), rather than when the last reference
-    /// goes. Later calls do nothing.
+    /// The locked file's descriptor while held (for tests).
+    var descriptor: Int32? { held.withLockedValue { $0?.fd } }
+
+    /// Lets the lock go now, rather than when the last reference goes. Later calls do nothing.
+    ///
+    /// The byte is unlocked before the file is closed: closing alone would leave it locked while a
+    /// child process started meanwhile still shares the open file (between its fork and its exec),
+    /// and this process's next run of the download would find it taken.
     func release() {
-        fd.withLockedValue { fd in
-            if let open = fd { _ = Glibc.close(open) }
-            fd = nil
+        held.withLockedValue { held in
+            guard let (fd, byte) = held else { return }
+            var lock = flock()
+            lock.l_type = Int16(F_UNLCK)
+            lock.l_whence = Int16(SEEK_SET)
+            lock.l_start = byte
+            lock.l_len = 1
+            _ = fcntl(fd, Self.ofdSetLock, &lock)
+            _ = Glibc.close(fd)
+            held = nil
         }
     }
 
@@ -72,9 +85,8 @@ final class DownloadLock: Sendable {
             var bytes = [UInt8](repeating: 0, count: 8)
             let n = pread(fd, &bytes, 8, pidSlot)
             let holder = n == 8 ? bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } : 0
-            // Held by this very process: a lock just let go can stay held for a moment when a child
-            // process was being started (between its fork and its exec the child shares the lock's
-            // open file). Look again for up to about 50 ms before calling it taken.
+            // Held by this very process: another run of the same download that is letting go.
+            // Look again for up to about 50 ms before calling it taken.
             if (code == EAGAIN || code == EACCES), holder == UInt64(Self.pid), attempts < 10 {
                 attempts += 1
                 usleep(5_000)
@@ -89,7 +101,7 @@ final class DownloadLock: Sendable {
         let pid = UInt64(Self.pid)
         let bytes = (0..<8).map { UInt8(truncatingIfNeeded: pid >> (56 - 8 * UInt64($0))) }
         _ = pwrite(fd, bytes, 8, pidSlot)
-        return DownloadLock(fd: fd)
+        return DownloadLock(fd: fd, byte: lock.l_start)
     }
 
     /// The name a download's lock is placed by: taking it and looking at it must agree.

@@ -13,10 +13,11 @@ import Darwin
 
 /// The file a download writes into before it gets its final name. Bytes go in with `pwrite` at
 /// explicit offsets; `fdatasync` runs off the hot path and reports how far the disk is known to hold.
-/// The file is `flock`ed for as long as it is open, so two processes never write one download.
+/// The file is `flock`ed while its transfer runs, so two processes never write one download.
 final class PartFile: Sendable {
     let path: String
-    private let fd: Int32
+    /// The open file (internal for tests).
+    let fd: Int32
     private let syncQueue = DispatchQueue(label: "swoop.partfile.sync")
     private let sync = NIOLockedValueBox(SyncState())
 
@@ -33,7 +34,15 @@ final class PartFile: Sendable {
 
     deinit {
         syncQueue.sync {}
+        unlock()
         _ = Glibc.close(fd)
+    }
+
+    /// Lets the file's lock go now. Closing alone would not while the open file is shared: by a
+    /// flush still finishing, or by a child process started meanwhile (between its fork and its
+    /// exec); this process's next run of the download must find the file free at once.
+    func unlock() {
+        _ = flock(fd, LOCK_UN)
     }
 
     /// Opens (or creates) a part file and locks it.

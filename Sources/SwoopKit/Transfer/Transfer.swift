@@ -138,6 +138,8 @@ final class Transfer {
     /// - Returns: How it ended.
     /// - Throws: ``SwoopError``; ``SwoopError/Code/cancelled`` when the task was cancelled (progress saved).
     func run() async throws -> DownloadOutcome {
+        // The part file is let go with the transfer, not with the last reference to it.
+        defer { part?.unlock() }
         // Opening saves durably (a new record, a reset, a recovered one): on a disk thread.
         if let done = try await onDisk({ try $0.open() }) {
             guard options.refresh, done.state == .completed, try await changedOnServer(done) else { return .alreadyComplete(done) }
