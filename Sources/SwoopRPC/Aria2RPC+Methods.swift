@@ -31,7 +31,7 @@ extension Aria2RPC {
             try await manager.resumeAll(states: [.paused, .interrupted])
             return .string("OK")
         case "aria2.changePosition": return try await changePosition(p)
-        case "aria2.tellStatus": return try await status(p).json(keys: try p.keys(1))
+        case "aria2.tellStatus": return try await status(p).json(try p.keys(1))
         case "aria2.getUris": return try await status(p).uris
         case "aria2.getFiles": return try await status(p).files
         case "aria2.getServers": return try await servers(p)

@@ -46,9 +46,9 @@ struct Parameters {
     }
 
     /// The `keys` parameter of the tell methods; absent is every key.
-    func keys(_ index: Int) throws -> [String] {
-        guard let value = self[index], value != .null else { return [] }
-        return try strings(index, "keys")
+    func keys(_ index: Int) throws -> [Aria2Status.Key] {
+        guard let value = self[index], value != .null else { return Aria2Status.Key.allCases }
+        return Aria2Status.Key.named(try strings(index, "keys"))
     }
 
     /// The GID parameter, or a unique prefix of one, among `ids`.

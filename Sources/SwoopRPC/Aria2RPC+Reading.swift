@@ -27,7 +27,7 @@ extension Aria2RPC {
     func tellActive(_ p: Parameters) async throws -> JSONValue {
         let keys = try p.keys(0)
         let active = try await manager.runningDetails()
-        return .array(active.map { status($0).json(keys: keys) })
+        return .array(active.map { status($0).json(keys) })
     }
 
     /// aria2's stopped list: completed, failed and removed downloads, in the order they stopped.
@@ -40,17 +40,17 @@ extension Aria2RPC {
     func tellWaiting(_ p: Parameters) async throws -> JSONValue {
         let order = try await manager.queueOrder()
         let page = try Self.page(count: order.count, p)
-        return .array(try await manager.details(ids: page.indices.map { order[$0] }).map { status($0).json(keys: page.keys) })
+        return .array(try await manager.details(ids: page.indices.map { order[$0] }).map { status($0).json(page.keys) })
     }
 
     func tellStopped(_ p: Parameters) async throws -> JSONValue {
         let list = try await stoppedList()
         let page = try Self.page(count: list.count, p)
-        return .array(page.indices.map { status(list[$0]).json(keys: page.keys) })
+        return .array(page.indices.map { status(list[$0]).json(page.keys) })
     }
 
     /// The indices a tell call's `offset` and `num` select from a list of `count`, and its `keys`.
-    static func page(count: Int, _ p: Parameters) throws -> (indices: [Int], keys: [String]) {
+    static func page(count: Int, _ p: Parameters) throws -> (indices: [Int], keys: [Aria2Status.Key]) {
         (Aria2Paging.indices(count: count, offset: try p.integer(0, "offset"), num: try p.integer(1, "num")), try p.keys(2))
     }
 

@@ -81,25 +81,33 @@ public struct Aria2Status: Sendable {
     /// The URIs of the file: the URL (`used` once the download has begun, `waiting` before), then
     /// the mirrors waiting.
     public var uris: JSONValue {
-        let begun = download.state != .waiting || download.completedBytes > 0
-        return .array(
-            ([(download.url, begun ? "used" : "waiting")] + record.mirrors.map { ($0, "waiting") }).map { uri, status in
-                .object(["uri": .string(uri), "status": .string(status)])
-            }
-        )
+        var out = JSONArrayWriter()
+        writeURIs(to: &out)
+        return out.finish()
     }
 
+    private func writeURIs(to out: inout JSONArrayWriter) {
+        let begun = download.state != .waiting || download.completedBytes > 0
+        for (uri, status) in [(download.url, begun ? "used" : "waiting")] + record.mirrors.map({ ($0, "waiting") }) {
+            var object = JSONObjectWriter(capacity: uri.utf8.count + 32)
+            object.member("uri", .string(uri))
+            object.member("status", .string(status))
+            out.element(object.finish())
+        }
+    }
+
+    /// The one file of an HTTP download, as `getFiles` and a status's `files` list it.
     public var files: JSONValue {
-        .array([
-            .object([
-                "index": .string("1"),
-                "path": .string(path),
-                "length": .decimal(download.totalBytes ?? 0),
-                "completedLength": .decimal(download.completedBytes),
-                "selected": .string("true"),
-                "uris": uris,
-            ])
-        ])
+        var file = JSONObjectWriter(capacity: 256)
+        file.member("index", .string("1"))
+        file.member("path", .string(path))
+        file.member("length", .decimal(download.totalBytes ?? 0))
+        file.member("completedLength", .decimal(download.completedBytes))
+        file.member("selected", .string("true"))
+        file.member("uris", uris)
+        var out = JSONArrayWriter()
+        out.element(file.finish())
+        return out.finish()
     }
 
     /// The piece length: 1 MiB, doubled until the file has at most ``maxPieces`` pieces.
@@ -141,42 +149,52 @@ public struct Aria2Status: Sendable {
         return String(decoding: bytes.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }, as: UTF8.self)
     }
 
-    /// Every key aria2 sends for an HTTP download.
-    public static let keys = [
-        "gid", "status", "totalLength", "completedLength", "uploadLength", "downloadSpeed", "uploadSpeed", "connections",
-        "numSeeders", "pieceLength", "numPieces", "bitfield", "dir", "files", "errorCode", "errorMessage",
-    ]
+    /// A key of aria2's status, in the order aria2 sends them for an HTTP download.
+    public enum Key: String, CaseIterable, Sendable {
+        case gid, status, totalLength, completedLength, uploadLength, downloadSpeed, uploadSpeed, connections
+        case numSeeders, pieceLength, numPieces, bitfield, dir, files, errorCode, errorMessage
 
-    /// One key's value, or `nil` for a key aria2 would not send for this download.
-    public func value(_ key: String) -> JSONValue? {
-        let state = download.state
-        switch key {
-        case "gid": return .string(download.id.rawValue)
-        case "status": return .string(Self.status(state))
-        case "totalLength": return .decimal(download.totalBytes ?? 0)
-        case "completedLength": return .decimal(download.completedBytes)
-        case "uploadLength", "uploadSpeed", "numSeeders": return .string("0")
-        case "downloadSpeed": return .decimal(Int(download.bytesPerSecond.rounded()))
-        case "connections": return .decimal(state == .active ? max(download.connections, 1) : 0)
-        case "pieceLength": return .decimal(pieceLength)
-        case "numPieces": return .decimal(numPieces)
-        case "bitfield": return .string(bitfield)
-        case "dir": return .string(record.directory)
-        case "files": return files
-        case "errorCode": return .decimal(state == .failed ? (errorCode ?? 1) : 0)
-        case "errorMessage": return state == .failed || download.error != nil ? .string(download.error ?? "") : nil
-        default: return nil
+        /// The keys a `keys` parameter names: every key when it names none; a name repeated once;
+        /// names aria2 has no value for here (BitTorrent's, unknown ones) left out, as aria2 does.
+        public static func named(_ names: [String]) -> [Key] {
+            guard !names.isEmpty else { return allCases }
+            var keys: [Key] = []
+            for name in names {
+                if let key = Key(rawValue: name), !keys.contains(key) { keys.append(key) }
+            }
+            return keys
         }
     }
 
-    /// The keys asked for (all when `keys` is empty), as aria2's `keys` parameter selects.
-    public func json(keys: [String]) -> JSONValue {
-        let wanted = keys.isEmpty ? Self.keys : keys
-        var object = [String: JSONValue](minimumCapacity: wanted.count)
-        for key in wanted {
-            if let value = value(key) { object[key] = value }
+    /// One key's value, or `nil` for a key aria2 would not send for this download.
+    public func value(_ key: Key) -> JSONValue? {
+        let state = download.state
+        switch key {
+        case .gid: return .string(download.id.rawValue)
+        case .status: return .string(Self.status(state))
+        case .totalLength: return .decimal(download.totalBytes ?? 0)
+        case .completedLength: return .decimal(download.completedBytes)
+        case .uploadLength, .uploadSpeed, .numSeeders: return .string("0")
+        case .downloadSpeed: return .decimal(Int(download.bytesPerSecond.rounded()))
+        case .connections: return .decimal(state == .active ? max(download.connections, 1) : 0)
+        case .pieceLength: return .decimal(pieceLength)
+        case .numPieces: return .decimal(numPieces)
+        case .bitfield: return .string(bitfield)
+        case .dir: return .string(record.directory)
+        case .files: return files
+        case .errorCode: return .decimal(state == .failed ? (errorCode ?? 1) : 0)
+        case .errorMessage: return state == .failed || download.error != nil ? .string(download.error ?? "") : nil
         }
-        return .object(object)
+    }
+
+    /// The keys asked for (see ``Key/named(_:)``), in that order, written straight to JSON text
+    /// (``JSONValue/raw(_:)``): only what is asked for is computed.
+    public func json(_ keys: [Key]) -> JSONValue {
+        var object = JSONObjectWriter(capacity: keys.count > 8 ? 640 : 64 * keys.count)
+        for key in keys {
+            if let value = value(key) { object.member(key.rawValue, value) }
+        }
+        return object.finish()
     }
 
     static func join(_ directory: String, _ name: String) -> String {

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A JSON value as JSON-RPC carries it: ids of any type echoed as they came, parameters read
 /// leniently (aria2 ignores option values that are not strings), results built without a type
 /// per method.
@@ -12,6 +10,10 @@ public enum JSONValue: Sendable, Hashable {
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
+    /// JSON text already written, put out as it is: a list of 1,000 statuses is written straight
+    /// to bytes (see ``Aria2Status/json(_:)``), not built as 20,000 values first. Its accessors
+    /// give `nil`; `parse(serialized())` reads it back as values.
+    case raw(JSONText)
 
     /// The string, for a string value.
     public var string: String? {
@@ -43,49 +45,15 @@ public enum JSONValue: Sendable, Hashable {
     }
 }
 
-extension JSONValue: Codable {
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .double(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .integer(let value): try container.encode(value)
-        case .double(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
-    }
-}
-
 extension JSONValue {
-    /// Parses JSON text; `nil` when it is not JSON.
+    /// Parses JSON text (see ``JSONParser``); `nil` when it is not one JSON value.
     public static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        JSONParser.parse(bytes)
     }
 
-    /// The value as compact JSON text (keys sorted, so equal values give equal text). Written
-    /// byte by byte: a `tellWaiting` of 1,000 downloads is 15,000 values, which `JSONEncoder`
-    /// (a container per value) takes several times longer to write.
+    /// The value as compact JSON text (keys sorted, so equal values give equal text; raw text as
+    /// it was written). Written byte by byte: `JSONEncoder` (a container per value) takes several
+    /// times longer.
     public func serialized() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
@@ -100,6 +68,7 @@ extension JSONValue {
         case .integer(let value): out.append(contentsOf: String(value).utf8)
         case .double(let value): out.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8)
         case .string(let value): Self.write(string: value, to: &out)
+        case .raw(let text): out.append(contentsOf: text.bytes)
         case .array(let elements):
             out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
@@ -109,11 +78,11 @@ extension JSONValue {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            for (index, key) in members.keys.sorted().enumerated() {
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                Self.write(string: key, to: &out)
+                Self.write(string: member.key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                members[key]?.write(to: &out)
+                member.value.write(to: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -156,5 +125,61 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+/// JSON text written ahead (``JSONValue/raw(_:)``), compared byte for byte.
+public struct JSONText: Sendable, Hashable {
+    public var bytes: [UInt8]
+
+    public init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+}
+
+/// Writes one JSON object member by member, in the order given: no dictionary to build, hash and
+/// sort for an object whose keys are known.
+struct JSONObjectWriter {
+    private var bytes: [UInt8]
+    private var isEmpty = true
+
+    init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(UInt8(ascii: "{"))
+    }
+
+    mutating func member(_ key: String, _ value: JSONValue) {
+        if !isEmpty { bytes.append(UInt8(ascii: ",")) }
+        isEmpty = false
+        bytes.append(UInt8(ascii: "\""))
+        // Keys are this module's own names: no escaping needed.
+        bytes.append(contentsOf: key.utf8)
+        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        value.write(to: &bytes)
+    }
+
+    /// The object, closed.
+    consuming func finish() -> JSONValue {
+        bytes.append(UInt8(ascii: "}"))
+        return .raw(JSONText(bytes: bytes))
+    }
+}
+
+/// Writes one JSON array element by element (see ``JSONObjectWriter``).
+struct JSONArrayWriter {
+    private var bytes: [UInt8] = [UInt8(ascii: "[")]
+    private var isEmpty = true
+
+    mutating func element(_ value: JSONValue) {
+        if !isEmpty { bytes.append(UInt8(ascii: ",")) }
+        isEmpty = false
+        value.write(to: &bytes)
+    }
+
+    /// The array, closed.
+    consuming func finish() -> JSONValue {
+        bytes.append(UInt8(ascii: "]"))
+        return .raw(JSONText(bytes: bytes))
     }
 }

@@ -54,7 +54,9 @@ struct RPCFixture {
     func value(_ method: String, _ params: JSONValue..., sourceLocation: SourceLocation = #_sourceLocation) async -> JSONValue {
         let result = await rpc.result(of: RPCCall(id: .integer(1), method: method, params: [.string("token:\(Self.secret)")] + params))
         switch result {
-        case .success(let value): return value
+        case .success(let value):
+            // Statuses come as written JSON text: read back as values, as a client would.
+            return JSONValue.parse(value.serialized()) ?? .null
         case .failure(let error):
             Issue.record("\(method) failed: \(error.message)", sourceLocation: sourceLocation)
             return .null

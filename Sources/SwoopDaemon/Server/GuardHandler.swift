@@ -25,7 +25,12 @@ final class GuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let limits: Limits
     private var refusing = false
     private var closeAfterResponse = false
+    /// When the connection is closed unless what it waits for came; `nil` while nothing is due.
+    private var deadline: NIODeadline?
+    /// The one timer, moved on lazily: arming does not reschedule it for every request, it fires
+    /// at its time and sleeps again until the deadline of the moment.
     private var timer: Scheduled<Void>?
+    private var timerFires: NIODeadline?
 
     init(rules: RequestGuard, limits: Limits) {
         self.rules = rules
@@ -33,7 +38,11 @@ final class GuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) { arm(context, limits.headTimeout) }
-    func handlerRemoved(context: ChannelHandlerContext) { disarm() }
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline = nil
+        timer?.cancel()
+        timer = nil
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if refusing { return }
@@ -98,13 +107,31 @@ final class GuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func arm(_ context: ChannelHandlerContext, _ amount: TimeAmount) {
+        let due = NIODeadline.now() + amount
+        deadline = due
+        // A timer that fires later than the new deadline is brought forward; an earlier one wakes
+        // and waits on.
+        if let fires = timerFires, fires <= due { return }
+        schedule(context, at: due)
+    }
+
+    private func schedule(_ context: ChannelHandlerContext, at time: NIODeadline) {
         timer?.cancel()
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: amount) { context.close(promise: nil) }
+        timerFires = time
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: time) { [self] in
+            timerFires = nil
+            timer = nil
+            guard let deadline else { return }
+            if deadline <= NIODeadline.now() {
+                context.close(promise: nil)
+            } else {
+                schedule(context, at: deadline)
+            }
+        }
     }
 
     private func disarm() {
-        timer?.cancel()
-        timer = nil
+        deadline = nil
     }
 }
 

@@ -84,12 +84,20 @@ extension DownloadManager {
             record.segments == nil && record.mirrors.isEmpty
                 && (record.settings.maxConnections ?? self.configuration.segments.maxConnections) == 1
         }
-        let began = runs.records().filter { single($0.value) }
-        let current = runs.snapshots()
-        let ids = Array(queue.active.keys)
-        let stored = try store.records(ids: ids.filter { began[$0] == nil })
-        let all = ids.compactMap { id in began[id].map { DownloadDetails(download: current[id] ?? $0.snapshot(), record: $0) } }
-            + stored.map { DownloadDetails(download: current[$0.id] ?? $0.snapshot(), record: $0) }
+        var all: [DownloadDetails] = []
+        var unread: [Download.ID: Download?] = [:]
+        for (id, record, snapshot) in runs.latest(Array(queue.active.keys), recordIf: single) {
+            if let record {
+                all.append(DownloadDetails(download: snapshot ?? record.snapshot(), record: record))
+            } else {
+                unread[id] = snapshot
+            }
+        }
+        if !unread.isEmpty {
+            for record in try store.records(ids: Array(unread.keys)) {
+                all.append(DownloadDetails(download: (unread[record.id] ?? nil) ?? record.snapshot(), record: record))
+            }
+        }
         return all.compactMap { details in
             var details = details
             switch details.download.state {

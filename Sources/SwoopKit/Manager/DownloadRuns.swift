@@ -147,9 +147,15 @@ final class DownloadRuns: Sendable {
         entries.withLockedValue { $0[id]?.snapshot }
     }
 
-    /// The records runs began with (see ``Entry/record``), by id.
-    func records() -> [Download.ID: DownloadRecord] {
-        entries.withLockedValue { entries in entries.compactMapValues(\.record) }
+    /// For each of `ids`: the latest snapshot of its run, and the record the run began with (see
+    /// ``Entry/record``) when `serves` accepts it. One pass under the lock, nothing else copied.
+    func latest(_ ids: [Download.ID], recordIf serves: (DownloadRecord) -> Bool) -> [(id: Download.ID, record: DownloadRecord?, snapshot: Download?)] {
+        entries.withLockedValue { entries in
+            ids.map { id in
+                let entry = entries[id]
+                return (id, entry?.record.flatMap { serves($0) ? $0 : nil }, entry?.snapshot)
+            }
+        }
     }
 
     func snapshots() -> [Download.ID: Download] {
