@@ -27,7 +27,7 @@ extension Aria2RPC {
     func tellActive(_ p: Parameters) async throws -> JSONValue {
         let keys = try p.keys(0)
         let active = try await manager.runningDetails()
-        return .array(active.map { status($0).json(keys) })
+        return Aria2Status.list(active.lazy.map(status), count: active.count, keys: keys)
     }
 
     /// aria2's stopped list: completed, failed and removed downloads, in the order they stopped.
@@ -40,13 +40,14 @@ extension Aria2RPC {
     func tellWaiting(_ p: Parameters) async throws -> JSONValue {
         let order = try await manager.queueOrder()
         let page = try Self.page(count: order.count, p)
-        return .array(try await manager.details(ids: page.indices.map { order[$0] }).map { status($0).json(page.keys) })
+        let listed = try await manager.details(ids: page.indices.map { order[$0] })
+        return Aria2Status.list(listed.lazy.map(status), count: listed.count, keys: page.keys)
     }
 
     func tellStopped(_ p: Parameters) async throws -> JSONValue {
         let list = try await stoppedList()
         let page = try Self.page(count: list.count, p)
-        return .array(page.indices.map { status(list[$0]).json(page.keys) })
+        return Aria2Status.list(page.indices.lazy.map { self.status(list[$0]) }, count: page.indices.count, keys: page.keys)
     }
 
     /// The indices a tell call's `offset` and `num` select from a list of `count`, and its `keys`.

@@ -81,33 +81,52 @@ public struct Aria2Status: Sendable {
     /// The URIs of the file: the URL (`used` once the download has begun, `waiting` before), then
     /// the mirrors waiting.
     public var uris: JSONValue {
-        var out = JSONArrayWriter()
+        var out = JSONWriter()
         writeURIs(to: &out)
         return out.finish()
     }
 
-    private func writeURIs(to out: inout JSONArrayWriter) {
+    private func writeURIs(to out: inout JSONWriter) {
         let begun = download.state != .waiting || download.completedBytes > 0
-        for (uri, status) in [(download.url, begun ? "used" : "waiting")] + record.mirrors.map({ ($0, "waiting") }) {
-            var object = JSONObjectWriter(capacity: uri.utf8.count + 32)
-            object.member("uri", .string(uri))
-            object.member("status", .string(status))
-            out.element(object.finish())
-        }
+        out.beginArray()
+        writeURI(download.url, begun ? "used" : "waiting", to: &out)
+        for mirror in record.mirrors { writeURI(mirror, "waiting", to: &out) }
+        out.endArray()
+    }
+
+    private func writeURI(_ uri: String, _ status: String, to out: inout JSONWriter) {
+        out.beginObject()
+        out.key("uri")
+        out.string(uri)
+        out.key("status")
+        out.string(status)
+        out.endObject()
     }
 
     /// The one file of an HTTP download, as `getFiles` and a status's `files` list it.
     public var files: JSONValue {
-        var file = JSONObjectWriter(capacity: 256)
-        file.member("index", .string("1"))
-        file.member("path", .string(path))
-        file.member("length", .decimal(download.totalBytes ?? 0))
-        file.member("completedLength", .decimal(download.completedBytes))
-        file.member("selected", .string("true"))
-        file.member("uris", uris)
-        var out = JSONArrayWriter()
-        out.element(file.finish())
+        var out = JSONWriter()
+        writeFiles(to: &out)
         return out.finish()
+    }
+
+    private func writeFiles(to out: inout JSONWriter) {
+        out.beginArray()
+        out.beginObject()
+        out.key("index")
+        out.string("1")
+        out.key("path")
+        out.string(path)
+        out.key("length")
+        out.decimal(download.totalBytes ?? 0)
+        out.key("completedLength")
+        out.decimal(download.completedBytes)
+        out.key("selected")
+        out.string("true")
+        out.key("uris")
+        writeURIs(to: &out)
+        out.endObject()
+        out.endArray()
     }
 
     /// The piece length: 1 MiB, doubled until the file has at most ``maxPieces`` pieces.
@@ -166,35 +185,50 @@ public struct Aria2Status: Sendable {
         }
     }
 
-    /// One key's value, or `nil` for a key aria2 would not send for this download.
-    public func value(_ key: Key) -> JSONValue? {
-        let state = download.state
-        switch key {
-        case .gid: return .string(download.id.rawValue)
-        case .status: return .string(Self.status(state))
-        case .totalLength: return .decimal(download.totalBytes ?? 0)
-        case .completedLength: return .decimal(download.completedBytes)
-        case .uploadLength, .uploadSpeed, .numSeeders: return .string("0")
-        case .downloadSpeed: return .decimal(Int(download.bytesPerSecond.rounded()))
-        case .connections: return .decimal(state == .active ? max(download.connections, 1) : 0)
-        case .pieceLength: return .decimal(pieceLength)
-        case .numPieces: return .decimal(numPieces)
-        case .bitfield: return .string(bitfield)
-        case .dir: return .string(record.directory)
-        case .files: return files
-        case .errorCode: return .decimal(state == .failed ? (errorCode ?? 1) : 0)
-        case .errorMessage: return state == .failed || download.error != nil ? .string(download.error ?? "") : nil
-        }
+    /// The keys asked for (see ``Key/named(_:)``), in that order, written straight to JSON text
+    /// (``JSONValue/raw(_:)``): only what is asked for is computed; `errorMessage` only for a
+    /// download that has one, as aria2 sends it.
+    public func json(_ keys: [Key]) -> JSONValue {
+        var out = JSONWriter(capacity: keys.count > 8 ? 768 : 64 * keys.count)
+        write(keys, to: &out)
+        return out.finish()
     }
 
-    /// The keys asked for (see ``Key/named(_:)``), in that order, written straight to JSON text
-    /// (``JSONValue/raw(_:)``): only what is asked for is computed.
-    public func json(_ keys: [Key]) -> JSONValue {
-        var object = JSONObjectWriter(capacity: keys.count > 8 ? 640 : 64 * keys.count)
-        for key in keys {
-            if let value = value(key) { object.member(key.rawValue, value) }
+    /// A list of statuses (`tellActive`, `tellWaiting`, `tellStopped`), written as one text.
+    public static func list(_ statuses: some Sequence<Aria2Status>, count: Int, keys: [Key]) -> JSONValue {
+        var out = JSONWriter(capacity: count * (keys.count > 8 ? 768 : 64 * keys.count) + 2)
+        out.beginArray()
+        for status in statuses { status.write(keys, to: &out) }
+        out.endArray()
+        return out.finish()
+    }
+
+    func write(_ keys: [Key], to out: inout JSONWriter) {
+        out.beginObject()
+        for key in keys { write(key, to: &out) }
+        out.endObject()
+    }
+
+    private func write(_ key: Key, to out: inout JSONWriter) {
+        let state = download.state
+        if key == .errorMessage, state != .failed, download.error == nil { return }
+        out.key(key.rawValue)
+        switch key {
+        case .gid: out.string(download.id.rawValue)
+        case .status: out.string(Self.status(state))
+        case .totalLength: out.decimal(download.totalBytes ?? 0)
+        case .completedLength: out.decimal(download.completedBytes)
+        case .uploadLength, .uploadSpeed, .numSeeders: out.decimal(0)
+        case .downloadSpeed: out.decimal(Int(download.bytesPerSecond.rounded()))
+        case .connections: out.decimal(state == .active ? max(download.connections, 1) : 0)
+        case .pieceLength: out.decimal(pieceLength)
+        case .numPieces: out.decimal(numPieces)
+        case .bitfield: out.string(bitfield)
+        case .dir: out.string(record.directory)
+        case .files: writeFiles(to: &out)
+        case .errorCode: out.decimal(state == .failed ? (errorCode ?? 1) : 0)
+        case .errorMessage: out.string(download.error ?? "")
         }
-        return object.finish()
     }
 
     static func join(_ directory: String, _ name: String) -> String {

@@ -93,8 +93,12 @@ extension JSONValue {
     static func write(string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings (ids, numbers, paths, URLs) need no escape: copied whole.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: string.utf8)
+        let copied = string.utf8.withContiguousStorageIfAvailable { text -> Bool in
+            for byte in text where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            out.append(contentsOf: text)
+            return true
+        }
+        if copied == true {
             out.append(UInt8(ascii: "\""))
             return
         }
@@ -137,49 +141,86 @@ public struct JSONText: Sendable, Hashable {
     }
 }
 
-/// Writes one JSON object member by member, in the order given: no dictionary to build, hash and
-/// sort for an object whose keys are known.
-struct JSONObjectWriter {
-    private var bytes: [UInt8]
-    private var isEmpty = true
+/// Writes JSON text straight to bytes, value after value, with the commas between them: an
+/// object whose keys are known needs no dictionary built, hashed and sorted first.
+struct JSONWriter {
+    private var bytes: [UInt8] = []
+    /// Whether a value was written at this level, so the next one is preceded by a comma.
+    private var afterValue = false
 
     init(capacity: Int = 256) {
-        bytes = []
         bytes.reserveCapacity(capacity)
+    }
+
+    private mutating func separate() {
+        if afterValue { bytes.append(UInt8(ascii: ",")) }
+    }
+
+    mutating func beginObject() {
+        separate()
         bytes.append(UInt8(ascii: "{"))
+        afterValue = false
     }
 
-    mutating func member(_ key: String, _ value: JSONValue) {
-        if !isEmpty { bytes.append(UInt8(ascii: ",")) }
-        isEmpty = false
-        bytes.append(UInt8(ascii: "\""))
-        // Keys are this module's own names: no escaping needed.
-        bytes.append(contentsOf: key.utf8)
-        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
-        value.write(to: &bytes)
-    }
-
-    /// The object, closed.
-    consuming func finish() -> JSONValue {
+    mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
-        return .raw(JSONText(bytes: bytes))
-    }
-}
-
-/// Writes one JSON array element by element (see ``JSONObjectWriter``).
-struct JSONArrayWriter {
-    private var bytes: [UInt8] = [UInt8(ascii: "[")]
-    private var isEmpty = true
-
-    mutating func element(_ value: JSONValue) {
-        if !isEmpty { bytes.append(UInt8(ascii: ",")) }
-        isEmpty = false
-        value.write(to: &bytes)
+        afterValue = true
     }
 
-    /// The array, closed.
-    consuming func finish() -> JSONValue {
+    mutating func beginArray() {
+        separate()
+        bytes.append(UInt8(ascii: "["))
+        afterValue = false
+    }
+
+    mutating func endArray() {
         bytes.append(UInt8(ascii: "]"))
-        return .raw(JSONText(bytes: bytes))
+        afterValue = true
+    }
+
+    /// An object member's key: this module's own names, which need no escaping.
+    mutating func key(_ name: String) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: name.utf8)
+        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        afterValue = false
+    }
+
+    mutating func string(_ text: String) {
+        separate()
+        JSONValue.write(string: text, to: &bytes)
+        afterValue = true
+    }
+
+    /// A number as aria2 sends every number: a decimal string.
+    mutating func decimal(_ number: Int) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        // Digits from the last, into a small buffer: `description` goes through generic code.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var rest = number.magnitude
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+        afterValue = true
+    }
+
+    mutating func value(_ value: JSONValue) {
+        separate()
+        value.write(to: &bytes)
+        afterValue = true
+    }
+
+    /// What was written, as a value to put out as it is.
+    consuming func finish() -> JSONValue {
+        .raw(JSONText(bytes: bytes))
     }
 }

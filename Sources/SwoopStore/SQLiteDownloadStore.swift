@@ -71,14 +71,33 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
-    /// All lookups in one read transaction with one prepared statement.
+    /// The lookups as a few `IN` queries in one read transaction (see ``select(in:values:)``).
     public func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] {
-        try read { db in
-            let statement = try db.cachedStatement(sql: "\(Row.select) WHERE url = ? AND directory = ? AND requestedName = ?")
+        let found = try select(in: "url", values: Array(Set(keys.map(\.url))))
+        let byKey = Dictionary(found.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+        return keys.compactMap { byKey[$0] }
+    }
+
+    public func unfinished(directory: String, fileNames: [String]) throws -> [DownloadRecord] {
+        try select(in: "fileName", values: Array(Set(fileNames)), where: "directory = ? AND state NOT IN ('completed', 'removed')", [directory])
+    }
+
+    /// The records whose `column` is one of `values` (and that meet `condition`, with its
+    /// `arguments`), in chunks of one query each: one cursor per chunk, for GRDB sets up a cursor's
+    /// column names each time, which one query per value paid a thousand times for a page of
+    /// `tellWaiting`.
+    func select(in column: String, values: [String], where condition: String = "1", _ arguments: [String] = []) throws -> [DownloadRecord] {
+        let chunk = 500
+        return try read { db in
             var found: [DownloadRecord] = []
             try db.inTransaction(.deferred) {
-                found = try keys.compactMap { key in
-                    try Row.fetchOne(statement, arguments: [key.url, key.directory, key.requestedName])?.record
+                for start in stride(from: 0, to: values.count, by: chunk) {
+                    let part = values[start..<min(values.count, start + chunk)]
+                    let marks = Array(repeating: "?", count: part.count).joined(separator: ",")
+                    let sql = "\(Row.select) WHERE \(condition) AND \(column) IN (\(marks))"
+                    // Only the full chunk's statement is worth keeping prepared.
+                    let statement = part.count == chunk ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+                    found += try Row.fetchAll(statement, arguments: StatementArguments(arguments + Array(part))).map(\.record)
                 }
                 return .commit
             }
@@ -198,15 +217,8 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func records(ids: [Download.ID]) throws -> [DownloadRecord] {
-        try read { db in
-            let statement = try db.cachedStatement(sql: "\(Row.select) WHERE id = ?")
-            var found: [DownloadRecord] = []
-            try db.inTransaction(.deferred) {
-                found = try ids.compactMap { try Row.fetchOne(statement, arguments: [$0.rawValue])?.record }
-                return .commit
-            }
-            return found
-        }
+        let byID = Dictionary(try select(in: "id", values: ids.map(\.rawValue)).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        return ids.compactMap { byID[$0] }
     }
 
     public func records(in states: Set<Download.State>) throws -> [DownloadRecord] {

@@ -1,6 +1,7 @@
 import Foundation
-import SwoopRPC
 import Testing
+
+@testable import SwoopRPC
 
 @Suite("JSONValue: read leniently, written exactly")
 struct JSONValueTests {
@@ -71,6 +72,24 @@ struct JSONValueTests {
         let text = JSONValue.array([raw, 3]).serialized()
         #expect(String(decoding: text, as: UTF8.self) == #"[{"z":1,"a":"2"},3]"#)
         #expect(JSONValue.parse(text) == [["z": 1, "a": "2"], 3])
+    }
+
+    /// Numbers written as aria2's decimal strings, digit by digit, at the edges too; strings that
+    /// need escaping and strings that do not, between commas where they belong.
+    @Test func theWriterPutsNumbersAndStringsAsJSON() {
+        var out = JSONWriter()
+        out.beginObject()
+        out.key("n")
+        out.beginArray()
+        for number in [0, 7, -7, 10, 1_000_000, Int.max, Int.min] { out.decimal(number) }
+        out.endArray()
+        out.key("s")
+        out.string("plain")
+        out.key("e")
+        out.string("quo\"te\n")
+        out.endObject()
+        let text = String(decoding: out.finish().serialized(), as: UTF8.self)
+        #expect(text == #"{"n":["0","7","-7","10","1000000","9223372036854775807","-9223372036854775808"],"s":"plain","e":"quo\"te\n"}"#)
     }
 
     static func same(_ value: JSONValue, _ reference: Any) -> Bool {

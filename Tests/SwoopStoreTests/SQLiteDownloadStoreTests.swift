@@ -108,6 +108,27 @@ struct SQLiteDownloadStoreTests {
         return record
     }
 
+    /// Lookups of many at once (a page of `tellWaiting`, a batch of `addUri`) span several queries:
+    /// every record asked for is found, in the order asked, the others left out.
+    @Test func manyAtOnceCrossTheQueryChunks() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        let records = (0..<1_200).map { i -> DownloadRecord in
+            var r = record("http://127.0.0.1/\(i).bin")
+            r.fileName = "f\(i % 600).bin"
+            r.state = i % 3 == 0 ? .completed : .waiting
+            return r
+        }
+        try store.save(contentsOf: records)
+        let asked = records.map(\.id).shuffled().prefix(1_100) + [Download.ID("ffffffffffffffff")]
+        #expect(try store.records(ids: Array(asked)).map(\.id) == Array(asked.dropLast()))
+        let keys = records.map(\.key).reversed() + [DownloadKey(url: "http://127.0.0.1/0.bin", directory: "/elsewhere", requestedName: "")]
+        #expect(try store.find(Array(keys)).map(\.id) == records.reversed().map(\.id))
+        let names = (0..<700).map { "f\($0).bin" }
+        let unfinished = try store.unfinished(directory: "/tmp/x", fileNames: names)
+        #expect(Set(unfinished.map(\.id)) == Set(records.filter { $0.state != .completed }.map(\.id)))
+        #expect(try store.unfinished(directory: "/elsewhere", fileNames: names).isEmpty)
+    }
+
     @Test func aDurableSaveIsThereAfterClosingAndReopening() throws {
         var original = exactRecord()
         original.state = .paused

@@ -33,7 +33,14 @@ extension DownloadManager {
         // One batch lookup: thousands of URLs cost one read, not one each.
         let stored = Dictionary(try store.find(keys).map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
         // A download this batch names itself is never taken over by another line of it.
-        let named = Set(stored.values.map(\.id))
+        var named = Set(stored.values.map(\.id))
+        // The unfinished downloads the new requests' files would take over, in one lookup per directory.
+        var candidates: [String: [String: DownloadRecord]] = [:]
+        let fresh = Dictionary(grouping: zip(requests, keys).filter { stored[$0.1] == nil }.map(\.0), by: \.directory)
+        for (directory, group) in fresh {
+            let found = try store.unfinished(directory: directory, fileNames: group.map(Self.destinationName))
+            candidates[directory] = Dictionary(found.compactMap { record in record.fileName.map { ($0, record) } }, uniquingKeysWith: { a, _ in a })
+        }
         for (request, key) in zip(requests, keys) {
             if let record = byKey[key] {
                 ids.append(record.id)
@@ -59,7 +66,9 @@ extension DownloadManager {
                 }
                 record = existing
                 try Self.requeue(&record)
-            } else if let adopted = try adopt(for: request, excluding: named.union(ids)) {
+            } else if let adopted = try adopt(
+                candidates[request.directory]?[Self.destinationName(request)], for: request, excluding: named
+            ) {
                 // The unfinished download of another URL to the same file: this URL takes it over.
                 record = adopted
                 try Self.requeue(&record)
@@ -75,6 +84,7 @@ extension DownloadManager {
             record.updatedAt = Date()
             byKey[key] = record
             ids.append(record.id)
+            named.insert(record.id)
             if request.paused, record.state == .waiting {
                 record.state = try DownloadStateMachine.next(after: .waiting, on: .pause).get()
                 byKey[key] = record

@@ -26,7 +26,7 @@ extension DownloadManager {
         let found = try withStoreErrors {
             // Known by its key, else the unfinished download of another URL to the same file, taken over.
             try store.find(url: request.key.url, directory: request.directory, requestedName: request.key.requestedName)
-                ?? adopt(for: request, excluding: [])
+                ?? adopt(store.unfinished(directory: request.directory, fileName: Self.destinationName(request)), for: request, excluding: [])
         }
         let record = found ?? DownloadRecord(request, bootID: FileSystem.bootID)
         // What is asked now, laid over what is stored; the transfer takes it on.

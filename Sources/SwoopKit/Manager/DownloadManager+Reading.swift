@@ -86,28 +86,26 @@ extension DownloadManager {
         }
         var all: [DownloadDetails] = []
         var unread: [Download.ID: Download?] = [:]
+        // Active as aria2 sees it: a waiting one handed to its run counts as active already.
+        func add(_ download: Download, _ record: DownloadRecord) {
+            guard download.state == .active || download.state == .waiting else { return }
+            var details = DownloadDetails(download: download, record: record)
+            details.download.state = .active
+            all.append(details)
+        }
         for (id, record, snapshot) in runs.latest(Array(queue.active.keys), recordIf: single) {
             if let record {
-                all.append(DownloadDetails(download: snapshot ?? record.snapshot(), record: record))
+                add(snapshot ?? record.snapshot(), record)
             } else {
                 unread[id] = snapshot
             }
         }
         if !unread.isEmpty {
             for record in try store.records(ids: Array(unread.keys)) {
-                all.append(DownloadDetails(download: (unread[record.id] ?? nil) ?? record.snapshot(), record: record))
+                add((unread[record.id] ?? nil) ?? record.snapshot(), record)
             }
         }
-        return all.compactMap { details in
-            var details = details
-            switch details.download.state {
-            case .active: return details
-            case .waiting:
-                details.download.state = .active
-                return details
-            default: return nil
-            }
-        }
+        return all
     }
 
     /// Every download's id (to find one by a prefix).

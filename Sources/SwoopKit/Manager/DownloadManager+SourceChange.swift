@@ -69,10 +69,11 @@ extension DownloadManager {
     /// to the request's URL (under that download's lock, so no process starts it meanwhile), or
     /// `nil` when there is none free to take: one this manager queues or runs, one of this batch
     /// (`excluding`), or one another process transfers keeps its URL.
-    func adopt(for request: DownloadRequest, excluding: Set<Download.ID>) throws -> DownloadRecord? {
-        let name = request.fileName ?? FileNaming.suggestedName(contentDisposition: nil, url: request.url)
-        guard let candidate = try store.unfinished(directory: request.directory, fileName: name),
-            candidate.key != request.key, !excluding.contains(candidate.id), !queue.contains(candidate.id),
+    ///
+    /// - Parameter candidate: The unfinished download writing the request's file
+    ///   (``destinationName(_:)``), when there is one.
+    func adopt(_ candidate: DownloadRecord?, for request: DownloadRequest, excluding: Set<Download.ID>) throws -> DownloadRecord? {
+        guard let candidate, candidate.key != request.key, !excluding.contains(candidate.id), !queue.contains(candidate.id),
             !runs.contains(candidate.id), let lock = try DownloadLock.acquireIfFree(candidate.key, in: configuration.lockDirectory)
         else { return nil }
         defer { lock.release() }
@@ -86,6 +87,12 @@ extension DownloadManager {
         try store.save(record)
         announceMove(record, from: candidate.url, startOver: reason)
         return record
+    }
+
+    /// The file name a request's download writes, as far as it is known before any answer: the
+    /// name asked for, else the URL's.
+    static func destinationName(_ request: DownloadRequest) -> String {
+        request.fileName ?? FileNaming.suggestedName(contentDisposition: nil, url: request.url)
     }
 
     /// Says that a download moved: at once when it starts over; when its bytes are offered to the

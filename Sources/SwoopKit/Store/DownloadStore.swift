@@ -12,6 +12,8 @@ public protocol DownloadStore: Sendable {
     func record(id: Download.ID) throws -> DownloadRecord?
     /// An unfinished record (not completed or removed) whose file in `directory` is `fileName`.
     func unfinished(directory: String, fileName: String) throws -> DownloadRecord?
+    /// The unfinished records whose files in `directory` are among `fileNames`, at once.
+    func unfinished(directory: String, fileNames: [String]) throws -> [DownloadRecord]
     /// Inserts or replaces a record, durably (it survives a power loss once this returns).
     func save(_ record: DownloadRecord) throws
     /// Inserts or replaces a record; `durable: false` may lose the write in a power loss (not in a
@@ -67,6 +69,10 @@ public protocol DownloadStore: Sendable {
 }
 
 extension DownloadStore {
+    public func unfinished(directory: String, fileNames: [String]) throws -> [DownloadRecord] {
+        try fileNames.compactMap { try unfinished(directory: directory, fileName: $0) }
+    }
+
     public func checkpoint(id: Download.ID, segments: [Segment], bootID: String, bytesPerSecond: Double) throws {
         guard var record = try record(id: id) else { return }
         record.segments = segments
