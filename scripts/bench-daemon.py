@@ -184,6 +184,9 @@ def main():
     ratios = [s["active"]["rps"] / a["active"]["rps"] for s, a in zip(results["swoop"], results["aria2c"])]
     print(f"\nswoop/aria2c tellActive requests/s, same run: median {statistics.median(ratios):.2f} "
           f"(runs: {', '.join(f'{r:.2f}' for r in ratios)})")
+    ratios = [s["waiting"]["rps"] / a["waiting"]["rps"] for s, a in zip(results["swoop"], results["aria2c"])]
+    print(f"swoop/aria2c tellWaiting(0,1000) requests/s, same run: median {statistics.median(ratios):.2f} "
+          f"(runs: {', '.join(f'{r:.2f}' for r in ratios)})")
 
 
 if __name__ == "__main__":

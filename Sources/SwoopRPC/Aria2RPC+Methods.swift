@@ -13,6 +13,8 @@ extension Aria2RPC {
         "aria2.shutdown", "aria2.forceShutdown", "aria2.getGlobalStat", "aria2.saveSession", "system.multicall",
         "system.listMethods", "system.listNotifications",
     ]
+    /// ``methods`` to look a call's method up in.
+    static let knownMethods = Set(methods)
 
     func perform(_ method: String, _ p: Parameters) async throws -> JSONValue {
         switch method {

@@ -207,7 +207,7 @@ public final class Aria2RPC: Sendable {
         case "system.multicall":
             return await multicall(call.params, attempt)
         default:
-            guard Self.methods.contains(call.method) else { return .failure(.methodNotFound) }
+            guard Self.knownMethods.contains(call.method) else { return .failure(.methodNotFound) }
             guard isAuthorized(call, attempt) else { return .failure(.unauthorized) }
             do {
                 return .success(try await perform(call.method, Parameters(Array(call.params.dropFirst()))))
@@ -248,6 +248,4 @@ public final class Aria2RPC: Sendable {
         }
         return difference == 0
     }
-
-
 }
