@@ -97,6 +97,13 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            // The release binary carries the Swift runtime and Foundation in itself (as
+            // `--static-swift-stdlib` does): it starts in 5.4 ms instead of 8.6 (`--version`),
+            // resolving no Swift libraries at load time, and maps fewer pages. FoundationXML (for
+            // Metalink) needs its CoreFoundation part and libxml2 named.
+            linkerSettings: [
+                .unsafeFlags(["-static-stdlib", "-Xlinker", "--start-group", "-Xlinker", "-lFoundationXML", "-Xlinker", "-lFoundationNetworking", "-Xlinker", "-lFoundation", "-Xlinker", "-lFoundationInternationalization", "-Xlinker", "-lFoundationEssentials", "-Xlinker", "-l_FoundationICU", "-Xlinker", "-l_FoundationCShims", "-Xlinker", "-l_FoundationCollections", "-Xlinker", "-lCoreFoundation", "-Xlinker", "-l_CFXMLInterface", "-Xlinker", "-l_CFURLSessionInterface", "-Xlinker", "-lxml2", "-Xlinker", "--end-group"], .when(configuration: .release))
             ]
         ),
         .testTarget(
