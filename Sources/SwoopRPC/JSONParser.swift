@@ -132,14 +132,14 @@ struct JSONParser {
         guard let stop = current else { throw Failure() }
         if stop == UInt8(ascii: "\"") {
             index += 1
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index - 1]), as: UTF8.self)
+            return try Self.text(UnsafeBufferPointer(rebasing: bytes[start..<index - 1]))
         }
         var text = Array(bytes[start..<index])
         while let byte = current {
             index += 1
             switch byte {
             case UInt8(ascii: "\""):
-                return String(decoding: text, as: UTF8.self)
+                return try Self.text(text)
             case UInt8(ascii: "\\"):
                 try escape(into: &text)
             case 0..<0x20:
@@ -149,6 +149,13 @@ struct JSONParser {
             }
         }
         throw Failure()
+    }
+
+    /// A string's bytes as text: JSON text is UTF-8 (RFC 8259 §8.1), so invalid UTF-8 is refused,
+    /// not repaired.
+    private static func text(_ bytes: some Collection<UInt8>) throws -> String {
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw Failure() }
+        return text
     }
 
     /// One escape after its backslash, appended as UTF-8.

@@ -74,8 +74,19 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// The lookups as a few `IN` queries in one read transaction (see ``select(in:values:)``).
     public func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] {
         let found = try select(in: "url", values: Array(Set(keys.map(\.url))))
-        let byKey = Dictionary(found.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
-        return keys.compactMap { byKey[$0] }
+        // Matched byte for byte, as SQLite matches them: a name in another Unicode normalization
+        // (é as one code point or two) is another file to the file system.
+        let byKey = Dictionary(found.map { (ExactKey($0.key), $0) }, uniquingKeysWith: { a, _ in a })
+        return keys.compactMap { byKey[ExactKey($0)] }
+    }
+
+    /// A key compared by its bytes (Swift's `String` equality is canonical equivalence).
+    private struct ExactKey: Hashable {
+        let url: [UInt8], directory: [UInt8], requestedName: [UInt8]
+
+        init(_ key: DownloadKey) {
+            (url, directory, requestedName) = (Array(key.url.utf8), Array(key.directory.utf8), Array(key.requestedName.utf8))
+        }
     }
 
     public func unfinished(directory: String, fileNames: [String]) throws -> [DownloadRecord] {

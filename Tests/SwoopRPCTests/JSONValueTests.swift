@@ -51,6 +51,13 @@ struct JSONValueTests {
         #expect(JSONValue.parse(Array(text.utf8)) == nil, "\(text)")
     }
 
+    /// JSON text is UTF-8: a string with bytes that are not is refused, not repaired.
+    @Test func invalidUTF8IsRefused() {
+        #expect(JSONValue.parse([0x22, 0xFF, 0x22]) == nil)
+        #expect(JSONValue.parse([0x22, 0x5C, 0x6E, 0xC3, 0x22]) == nil)
+        #expect(JSONValue.parse([0x22, 0xC3, 0xA9, 0x22]) == .string("é"))
+    }
+
     /// Deep nesting stops at the limit instead of exhausting the stack (a 1 MiB body could hold
     /// 500,000 brackets).
     @Test func nestingIsBounded() {

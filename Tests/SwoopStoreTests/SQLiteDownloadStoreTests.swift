@@ -129,6 +129,18 @@ struct SQLiteDownloadStoreTests {
         #expect(try store.unfinished(directory: "/elsewhere", fileNames: names).isEmpty)
     }
 
+    /// Names are told apart by their bytes, as the file system does: é as one code point and as
+    /// e + a combining accent are two downloads.
+    @Test func keysInAnotherUnicodeNormalizationAreOtherDownloads() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        let composed = record("http://127.0.0.1/x", name: "caf\u{E9}.bin")
+        try store.save(composed)
+        let decomposed = DownloadKey(url: "http://127.0.0.1/x", directory: "/tmp/x", requestedName: "cafe\u{301}.bin")
+        #expect(decomposed == composed.key)  // equal as Swift strings
+        #expect(try store.find([decomposed]).isEmpty)
+        #expect(try store.find([composed.key]).map(\.id) == [composed.id])
+    }
+
     @Test func aDurableSaveIsThereAfterClosingAndReopening() throws {
         var original = exactRecord()
         original.state = .paused

@@ -35,11 +35,14 @@ extension DownloadManager {
         // A download this batch names itself is never taken over by another line of it.
         var named = Set(stored.values.map(\.id))
         // The unfinished downloads the new requests' files would take over, in one lookup per directory.
-        var candidates: [String: [String: DownloadRecord]] = [:]
-        let fresh = Dictionary(grouping: zip(requests, keys).filter { stored[$0.1] == nil }.map(\.0), by: \.directory)
+        // (Names by their bytes, as the file system tells files apart.)
+        var candidates: [[UInt8]: [[UInt8]: DownloadRecord]] = [:]
+        let fresh = Dictionary(grouping: zip(requests, keys).filter { stored[$0.1] == nil }.map(\.0), by: { Array($0.directory.utf8) })
         for (directory, group) in fresh {
-            let found = try store.unfinished(directory: directory, fileNames: group.map(Self.destinationName))
-            candidates[directory] = Dictionary(found.compactMap { record in record.fileName.map { ($0, record) } }, uniquingKeysWith: { a, _ in a })
+            let found = try store.unfinished(directory: group[0].directory, fileNames: group.map(Self.destinationName))
+            candidates[directory] = Dictionary(
+                found.compactMap { record in record.fileName.map { (Array($0.utf8), record) } }, uniquingKeysWith: { a, _ in a }
+            )
         }
         for (request, key) in zip(requests, keys) {
             if let record = byKey[key] {
@@ -67,7 +70,7 @@ extension DownloadManager {
                 record = existing
                 try Self.requeue(&record)
             } else if let adopted = try adopt(
-                candidates[request.directory]?[Self.destinationName(request)], for: request, excluding: named
+                candidates[Array(request.directory.utf8)]?[Array(Self.destinationName(request).utf8)], for: request, excluding: named
             ) {
                 // The unfinished download of another URL to the same file: this URL takes it over.
                 record = adopted

@@ -27,8 +27,13 @@ public enum SourceChange {
             record.mirrors = []
         }
         guard let reason = startOverReason(record, from: from, trustLength: trustLength) else {
-            // The strong ETag proves the file; another server's date for it may differ.
-            if record.strongETag != nil { record.lastModified = nil }
+            if record.strongETag != nil {
+                // The strong ETag proves the file; another server's date for it may differ.
+                record.lastModified = nil
+            } else {
+                // Kept on trust of the date: the old server's weak ETag says nothing of the new one's.
+                record.etag = nil
+            }
             return nil
         }
         record.committedBytes = 0

@@ -182,8 +182,9 @@ extension Transfer {
             }
             record.totalBytes = total
             // A 206 that omits validators continues the saved representation: keep what we know.
-            // A source that proved the saved bytes continues them: theirs stay the download's.
-            if start == 0 || sourceProof == nil {
+            // A mirror that proved the saved bytes continues them: the URL's validators stay the
+            // download's (a URL the download moved to is its own source from now on).
+            if start == 0 || sourceProof == nil || url.absoluteString == record.url {
                 record.etag = head.etag ?? (start > 0 ? record.etag : nil)
                 record.lastModified = head.lastModified ?? (start > 0 ? record.lastModified : nil)
             }
