@@ -141,6 +141,13 @@ extension SQLiteDownloadStore {
                 t.column("answerMessage", .text)
             }
         }
+        migrator.registerMigration("v10: moved from") { db in
+            // A download moved to another URL keeps the URL its saved bytes came from until the new
+            // one proves it serves their file, across pauses and restarts.
+            try db.alter(table: "download") { t in
+                t.add(column: "movedFrom", .text)
+            }
+        }
         return migrator
     }
 }

@@ -36,6 +36,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     var createdAt: Double
     var updatedAt: Double
     var lastErrorCode: String?
+    var movedFrom: String?
 
     /// Reads a row selected by ``select`` by column position: GRDB's lookup by name compares names
     /// case-insensitively for every column, a measurable cost on the per-download lookups.
@@ -67,6 +68,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         createdAt = row[24]
         updatedAt = row[25]
         lastErrorCode = row[26]
+        movedFrom = row[27]
     }
 
     static func encode(_ segments: [Segment]) -> String? {
@@ -94,7 +96,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         "id", "url", "directory", "requestedName", "fileName", "state", "totalBytes", "committedBytes", "syncedBytes",
         "bootID", "etag", "lastModified", "finalSize", "finalModified", "checksum", "lastError", "headers",
         "collisionPolicy", "priority", "position", "bytesPerSecond", "segments", "settings", "mirrors",
-        "createdAt", "updatedAt", "lastErrorCode",
+        "createdAt", "updatedAt", "lastErrorCode", "movedFrom",
     ]
 
     /// `SELECT` of `columns`, in that order (what ``init(row:)`` reads by position), from the table.
@@ -111,7 +113,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         [
             id, url, directory, requestedName, fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag,
             lastModified, finalSize, finalModified, checksum, lastError, headers, collisionPolicy, priority, position,
-            bytesPerSecond, segments, settings, mirrors, createdAt, updatedAt, lastErrorCode,
+            bytesPerSecond, segments, settings, mirrors, createdAt, updatedAt, lastErrorCode, movedFrom,
         ]
     }
 
@@ -120,6 +122,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     static let updateColumns = [
         "fileName", "state", "totalBytes", "committedBytes", "syncedBytes", "bootID", "etag", "lastModified", "finalSize",
         "finalModified", "checksum", "lastError", "headers", "collisionPolicy", "bytesPerSecond", "segments", "updatedAt", "lastErrorCode",
+        "movedFrom",
     ]
 
     static let updateSQL = "UPDATE download SET \(updateColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?"
@@ -128,7 +131,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     var updateArguments: StatementArguments {
         [
             fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag, lastModified, finalSize, finalModified,
-            checksum, lastError, headers, collisionPolicy, bytesPerSecond, segments, updatedAt, lastErrorCode, id,
+            checksum, lastError, headers, collisionPolicy, bytesPerSecond, segments, updatedAt, lastErrorCode, movedFrom, id,
         ]
     }
 
@@ -153,6 +156,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         checksum = r.checksum
         lastError = r.lastError
         lastErrorCode = r.lastErrorCode
+        movedFrom = r.movedFrom
         headers = Self.json(r.headers, isEmpty: r.headers.isEmpty, empty: "[]")
         collisionPolicy = r.collisionPolicy.rawValue
         priority = r.priority
@@ -181,6 +185,7 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         r.finalModified = finalModified
         r.lastError = lastError
         r.lastErrorCode = lastErrorCode
+        r.movedFrom = movedFrom
         r.headers = Self.decoded(headers, empty: "[]", fallback: [])
         r.collisionPolicy = CollisionPolicy(rawValue: collisionPolicy) ?? .rename
         r.priority = priority

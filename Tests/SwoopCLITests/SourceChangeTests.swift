@@ -116,4 +116,31 @@ struct SourceChangeTests: CLISuite {
         let twice = try await swoop("resume", ["a", "b", "--url", server.url("/r.bin")])
         #expect(twice.status == 2)
     }
+
+    /// The proof a new URL owes outlives the process that moved the download: `resume --url`
+    /// interrupted before the new URL answered with the file, then a plain `resume`, against a
+    /// server of another file of the same length that ignores `If-Range` and sends no ETag. The
+    /// saved bytes are never continued from it: the download starts over and is that file, whole.
+    @Test func theProofANewURLOwesSurvivesAnInterruption() async throws {
+        defer { stop() }
+        server.serve("/m/a.bin", Resource(body: Resource.random(size: 1_000_000, seed: 5), etag: "\"one\""))
+        server.enqueue("/m/a.bin", .stallAfter(bytes: 400_000))
+        try await interrupted(server.url("/m/a.bin"), at: 400_000, file: "a.bin", ["-o", "a.bin"])
+        let id = try #require(try await list().first?["id"] as? String)
+
+        let other = Resource.random(size: 1_000_000, seed: 6)
+        server.serve("/m/b.bin", Resource(body: other))
+        server.setDefault("/m/b.bin", .status(503))
+        let moving = try start("resume", [String(id.prefix(8)), "--url", server.url("/m/b.bin"), "--retry-wait", "30"])
+        #expect(await eventually { !server.requests(to: "/m/b.bin").isEmpty })
+        moving.signal(SIGINT)
+        #expect(await moving.wait().status == 130)
+
+        server.setDefault("/m/b.bin", .ignoreIfRange)
+        let resumed = try await swoop("resume", [String(id.prefix(8)), "--retry-wait", "0.01"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(sha256Hex(file: out + "/a.bin") == sha256Hex(other))
+        let said = resumed.stderrLines.first { $0.contains("is not the file") }
+        #expect(said == "swoop: \(server.url("/m/b.bin")) is not the file \(server.url("/m/a.bin")) was: it shows no ETag (the saved bytes have \"one\"); starting over from 0")
+    }
 }

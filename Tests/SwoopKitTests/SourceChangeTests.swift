@@ -18,6 +18,16 @@ struct SourceChangeTests {
         var record = Self.record(etag: "\"e\"")
         #expect(SourceChange.move(&record, to: "http://a/f.bin?sig=2", requestedName: "f.bin", trustLength: false) == nil)
         #expect((record.url, record.requestedName, record.committedBytes, record.etag) == ("http://a/f.bin?sig=2", "f.bin", 400, "\"e\""))
+        // The record names where the bytes came from until the new URL proves it (stored: it
+        // outlives the process); moved again unproven, they still came from the first URL.
+        #expect(record.movedFrom == "http://a/f.bin?sig=1")
+        _ = SourceChange.move(&record, to: "http://a/f.bin?sig=3", requestedName: "f.bin", trustLength: false)
+        #expect(record.movedFrom == "http://a/f.bin?sig=1")
+        // Starting over, nothing is owed.
+        var weak = Self.record(etag: "W/\"e\"")
+        weak.movedFrom = "http://earlier"
+        #expect(SourceChange.move(&weak, to: "http://b/f.bin", requestedName: "", trustLength: false) != nil)
+        #expect(weak.movedFrom == nil)
     }
 
     @Test(arguments: [false, true])

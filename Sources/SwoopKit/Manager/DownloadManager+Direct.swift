@@ -33,7 +33,6 @@ extension DownloadManager {
         var asked = record
         if found != nil { asked.apply(request) }
         var options = try Transfer.Options(asked)
-        options.movedFrom = sourceChanges.removeValue(forKey: record.id)
         options.refresh = request.refresh
         if let found, queue.contains(found.id) {
             throw SwoopError(.inUse, "\(request.url.absoluteString) is already in this manager's queue (download \(found.id))")

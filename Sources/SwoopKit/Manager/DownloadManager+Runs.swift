@@ -83,7 +83,6 @@ extension DownloadManager {
         } catch {
             return settle(id, record: record, runs.ended(id, .failure(SwoopError.wrapping(error))))
         }
-        prepared.options.movedFrom = sourceChanges.removeValue(forKey: id)
         prepared.options.refresh = refreshes.remove(id) != nil
         _ = await runTransfer(record: record, url: prepared.url, options: prepared.options, isNew: false, announcesAdded: false, lock: lock)
     }

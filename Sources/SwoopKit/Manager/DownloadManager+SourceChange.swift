@@ -95,15 +95,12 @@ extension DownloadManager {
         request.fileName ?? FileNaming.suggestedName(contentDisposition: nil, url: request.url)
     }
 
-    /// Says that a download moved: at once when it starts over; when its bytes are offered to the
-    /// new URL, its next run says whether the URL proved them (`sourceChanges`).
+    /// Says that a download moved and starts over. When its bytes are offered to the new URL
+    /// instead, the record names where they came from (``DownloadRecord/movedFrom``) and its next
+    /// run says whether the URL proved them.
     func announceMove(_ record: DownloadRecord, from: String, startOver reason: String?) {
+        guard let reason else { return }
         let part = record.partPath.map { ($0 as NSString).lastPathComponent } ?? "its part file"
-        if let reason {
-            sourceChanges[record.id] = nil
-            hub.publish(.notice(record.snapshot(), "\(record.url) takes over the download of \(from); starting over in \(part): \(reason)"))
-        } else if record.committedBytes > 0 || record.segments != nil {
-            sourceChanges[record.id] = from
-        }
+        hub.publish(.notice(record.snapshot(), "\(record.url) takes over the download of \(from); starting over in \(part): \(reason)"))
     }
 }

@@ -49,9 +49,6 @@ public actor DownloadManager {
     var session = SessionCounts()
     /// Callers waiting for a run they stopped to settle.
     var settleWaiters: [Download.ID: [CheckedContinuation<Void, Never>]] = [:]
-    /// Downloads moved to another URL whose saved bytes the new URL has yet to prove (their old
-    /// URL): the next run says whether it did.
-    var sourceChanges: [Download.ID: String] = [:]
     /// Completed downloads added with ``DownloadRequest/refresh``: their next run checks them.
     var refreshes: Set<Download.ID> = []
 

@@ -16,6 +16,8 @@ public enum SourceChange {
         _ record: inout DownloadRecord, to url: String, requestedName: String, trustLength: Bool
     ) -> String? {
         let from = record.url
+        // Bytes moved twice before a proof still came from the first URL.
+        let bytesFrom = record.movedFrom ?? from
         record.url = url
         record.requestedName = requestedName
         record.setLastError(nil)
@@ -34,8 +36,11 @@ public enum SourceChange {
                 // Kept on trust of the date: the old server's weak ETag says nothing of the new one's.
                 record.etag = nil
             }
+            // The new URL owes the proof (``SourceProof``) until its first answer gives it.
+            record.movedFrom = record.committedBytes > 0 || record.segments != nil ? bytesFrom : nil
             return nil
         }
+        record.movedFrom = nil
         record.committedBytes = 0
         record.syncedBytes = 0
         record.segments = nil

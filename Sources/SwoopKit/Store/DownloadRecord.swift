@@ -43,6 +43,10 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
     /// What kind of error `lastError` is: ``SwoopError/Code``'s name, with `:STATUS` for an HTTP
     /// status (`httpStatus:404`), so that a daemon can report aria2's error code after a restart.
     public var lastErrorCode: String?
+    /// The URL the saved bytes came from, while the record's URL (it moved: a re-signed link,
+    /// `changeURL`) has not yet proven that it serves their file (see ``SourceChange``). Stored, so
+    /// that the proof is still asked after a pause, a crash or a restart.
+    public var movedFrom: String?
     /// Extra request headers of this download (kept for resuming; they may hold credentials, so the
     /// state directory is private to its user).
     public var headers: [HTTPHeaderField]

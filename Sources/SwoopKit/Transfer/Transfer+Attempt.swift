@@ -168,6 +168,8 @@ extension Transfer {
                 emit(.notice(snapshot(), "\(url.absoluteString) serves the same file as \(from) (ETag \(record.etag ?? "none")): continuing from \(ByteFormatting.format(start))"))
             }
             movedFrom = nil
+            // Proven (or started over): the record's URL is the bytes' own source from now on.
+            if url.absoluteString == record.url { record.movedFrom = nil }
             // A record that names no representation and no progress (a fresh download, or one
             // durably reset to zero) can be rolled back by a power loss without harm: the bytes that
             // follow are then attributed to nothing. Only then may the save below skip the flush.
@@ -231,6 +233,7 @@ extension Transfer {
         offset = 0
         // What follows is all the current URL's own.
         sourceProof = nil
+        record.movedFrom = nil
         segmented = nil
         record.segments = nil
         record.totalBytes = nil

@@ -50,6 +50,7 @@ extension Transfer {
         record.state = try DownloadStateMachine.next(after: record.state, on: .invalidate).get()
         (record.committedBytes, record.syncedBytes, record.totalBytes, record.segments) = (0, 0, nil, nil)
         (record.etag, record.lastModified, record.finalSize, record.finalModified) = (nil, nil, nil, nil)
+        record.movedFrom = nil
         record.collisionPolicy = .overwrite
         options.collisionPolicy = .overwrite
         record.bootID = bootID

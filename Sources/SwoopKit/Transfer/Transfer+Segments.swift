@@ -62,6 +62,8 @@ extension Transfer {
         }
         offset = plan.total
         record.segments = engine.plan.segments
+        // Every segment's answer showed the proof a moved-to URL owed.
+        if url.absoluteString == record.url { record.movedFrom = nil }
         segmented = nil
         return true
     }

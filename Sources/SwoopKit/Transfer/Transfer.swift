@@ -42,9 +42,6 @@ final class Transfer {
         var settings: DownloadSettings
         /// More URLs of the same file (``DownloadRecord/mirrors``), parsed.
         var mirrors: [URL]
-        /// The URL the download moved from, when its saved bytes are offered to the new one: the
-        /// first answer says whether it serves the same file (see ``SourceChange``).
-        var movedFrom: String?
         /// A completed download is checked with the server, and downloaded again when it changed
         /// (``DownloadRequest/refresh``).
         var refresh = false
@@ -128,8 +125,8 @@ final class Transfer {
         self.isNew = isNew
         self.announcesAdded = announcesAdded
         self.context = context
-        self.movedFrom = options.movedFrom
-        self.sourceProof = options.movedFrom.map { _ in .forMovedURL(strongETag: record.strongETag) }
+        self.movedFrom = record.movedFrom
+        self.sourceProof = record.movedFrom.map { _ in .forMovedURL(strongETag: record.strongETag) }
         self.spareSources = options.mirrors.filter { $0 != url }
     }
 
