@@ -69,7 +69,7 @@ public struct TestCertificate: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
         do {
-            try process.run()
+            try ChildProcess.run(process)
         } catch {
             throw TestServerError(code: .certificateGenerationFailed, message: "cannot run openssl", cause: error)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -57,7 +58,7 @@ struct SwoopBinary {
             process.standardOutput = try FileHandle(forWritingTo: out)
             process.standardError = try FileHandle(forWritingTo: err)
             process.standardInput = FileHandle.nullDevice
-            try process.run()
+            try ChildProcess.run(process)
         }
 
         var pid: Int32 { process.processIdentifier }
