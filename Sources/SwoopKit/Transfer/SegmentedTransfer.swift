@@ -109,7 +109,10 @@ final class SegmentedTransfer: Sendable {
             state.dropped.insert(index)
             return (true, true)
         }
-        if now { context.notice("dropping \(index == 0 ? "the URL" : "mirror") \(source(index).absoluteString): \(reason); its segments go to the other sources") }
+        if now {
+            let url = source(index).absoluteString
+            context.notice("dropping \(index == 0 ? "the URL" : "mirror") \(url): \(Transfer.shortReason(reason, url: url)); its segments go to the other sources")
+        }
         return gone
     }
 

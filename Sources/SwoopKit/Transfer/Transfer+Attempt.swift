@@ -37,7 +37,7 @@ extension Transfer {
                     // A URL that fails for good gives way to a mirror while any is left.
                     if ErrorClassifier.isSourceFailure(swoopError), !spareSources.isEmpty {
                         let next = spareSources.removeFirst()
-                        emit(.notice(snapshot(), "dropping \(url.absoluteString): \(swoopError.message); trying mirror \(next.absoluteString)"))
+                        emit(.notice(snapshot(), "dropping \(url.absoluteString): \(Self.shortReason(swoopError.message, url: url.absoluteString)); trying mirror \(next.absoluteString)"))
                         if offset > 0 || record.segments != nil {
                             // The saved bytes are kept only if the mirror proves it serves their file.
                             movedFrom = url.absoluteString
