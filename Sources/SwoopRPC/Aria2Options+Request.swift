@@ -28,9 +28,9 @@ extension Aria2Options {
         if let size = settings.minSplitSize { options["min-split-size"] = .decimal(size) }
         if let rate = settings.bytesPerSecond { options["max-download-limit"] = .decimal(rate) }
         if let retries = settings.maxRetries { options["max-tries"] = .decimal(retries + 1) }
-        if let wait = settings.retryWait { options["retry-wait"] = .decimal(max(1, Int(wait.rounded()))) }
-        if let idle = settings.idleTimeout { options["timeout"] = .decimal(max(1, Int(idle.rounded()))) }
-        if let connect = settings.connectTimeout { options["connect-timeout"] = .decimal(max(1, Int(connect.rounded()))) }
+        if let wait = settings.retryWait { options["retry-wait"] = .decimal(max(1, Aria2Status.whole(wait))) }
+        if let idle = settings.idleTimeout { options["timeout"] = .decimal(max(1, Aria2Status.whole(idle))) }
+        if let connect = settings.connectTimeout { options["connect-timeout"] = .decimal(max(1, Aria2Status.whole(connect))) }
         if let proxy = settings.proxy { options["all-proxy"] = .string(proxy) }
         if let insecure = settings.insecure { options["check-certificate"] = .string(insecure ? "false" : "true") }
         return options

@@ -19,7 +19,7 @@ extension Aria2RPC {
         guard status.download.state == .active else {
             throw RPCError.method("No active download for GID#\(status.download.id)")
         }
-        let speed = JSONValue.decimal(Int(status.download.bytesPerSecond.rounded()))
+        let speed = JSONValue.decimal(Aria2Status.whole(status.download.bytesPerSecond))
         let server = JSONValue.object(["uri": .string(status.download.url), "currentUri": .string(status.download.url), "downloadSpeed": speed])
         return .array([.object(["index": .string("1"), "servers": .array([server])])])
     }
@@ -187,7 +187,7 @@ extension Aria2RPC {
         let waiting = stats.waiting + counts[.paused, default: 0] + counts[.interrupted, default: 0]
         let stopped = [Download.State.completed, .failed, .removed].reduce(0) { $0 + counts[$1, default: 0] }
         return .object([
-            "downloadSpeed": .decimal(Int(stats.bytesPerSecond.rounded())),
+            "downloadSpeed": .decimal(Aria2Status.whole(stats.bytesPerSecond)),
             "uploadSpeed": .string("0"),
             "numActive": .decimal(stats.active),
             "numWaiting": .decimal(waiting),

@@ -219,7 +219,7 @@ public struct Aria2Status: Sendable {
         case .totalLength: out.decimal(download.totalBytes ?? 0)
         case .completedLength: out.decimal(download.completedBytes)
         case .uploadLength, .uploadSpeed, .numSeeders: out.decimal(0)
-        case .downloadSpeed: out.decimal(Int(download.bytesPerSecond.rounded()))
+        case .downloadSpeed: out.decimal(Self.whole(download.bytesPerSecond))
         case .connections: out.decimal(state == .active ? max(download.connections, 1) : 0)
         case .pieceLength: out.decimal(pieceLength)
         case .numPieces: out.decimal(numPieces)
@@ -229,6 +229,12 @@ public struct Aria2Status: Sendable {
         case .errorCode: out.decimal(state == .failed ? (errorCode ?? 1) : 0)
         case .errorMessage: out.string(download.error ?? "")
         }
+    }
+
+    /// A measured or stored number as a whole one for aria2's decimal strings; 0 for one that is
+    /// not finite or does not fit (a damaged state database must not stop the daemon).
+    public static func whole(_ value: Double) -> Int {
+        Int(exactly: value.rounded()) ?? 0
     }
 
     static func join(_ directory: String, _ name: String) -> String {

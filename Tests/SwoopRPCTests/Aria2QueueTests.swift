@@ -220,6 +220,11 @@ struct Aria2EdgeTests {
         #expect(status.pieceLength >= 1 << 20)
         #expect(status.bitfield.count == (status.numPieces + 7) / 8 * 2)
         // Only what is asked for is computed: a status of 2 keys costs no bitfield.
+        // A speed that is not finite (a damaged state database) reads as 0, not a crash.
+        var damaged = status
+        damaged.download.bytesPerSecond = .infinity
+        #expect(String(decoding: damaged.json([.downloadSpeed]).serialized(), as: UTF8.self) == #"{"downloadSpeed":"0"}"#)
+        #expect(Aria2Status.whole(.nan) == 0 && Aria2Status.whole(1e300) == 0 && Aria2Status.whole(2.5) == 3)
         let text = String(decoding: status.json(Aria2Status.Key.named(["status", "totalLength", "status", "nonsense\""])).serialized(), as: UTF8.self)
         #expect(text == #"{"status":"active","totalLength":"\#(total)"}"#)
         // A 1 MiB-piece file: 3 whole pieces written.
