@@ -133,7 +133,7 @@ public final class Aria2RPC: Sendable {
         var responses = [RPCResponse?](repeating: nil, count: calls.count)
         var prepared: [(index: Int, id: JSONValue, add: PreparedAdd)] = []
         for (index, call) in calls.enumerated() {
-            guard case .success(let call) = call, Self.methods.contains(call.method), !call.method.hasPrefix("system.") else { continue }
+            guard case .success(let call) = call, Self.knownMethods.contains(call.method), !call.method.hasPrefix("system.") else { continue }
             // Up to the first wrong token: from there on every call is refused (in the pass below,
             // which answers in order and marks the attempt).
             guard !attempt.wasRefused, tokenMatches(call) else { break }

@@ -189,18 +189,23 @@ public struct Aria2Status: Sendable {
     /// (``JSONValue/raw(_:)``): only what is asked for is computed; `errorMessage` only for a
     /// download that has one, as aria2 sends it.
     public func json(_ keys: [Key]) -> JSONValue {
-        var out = JSONWriter(capacity: keys.count > 8 ? 768 : 64 * keys.count)
+        var out = JSONWriter(capacity: Self.textSize(keys))
         write(keys, to: &out)
         return out.finish()
     }
 
     /// A list of statuses (`tellActive`, `tellWaiting`, `tellStopped`), written as one text.
     public static func list(_ statuses: some Sequence<Aria2Status>, count: Int, keys: [Key]) -> JSONValue {
-        var out = JSONWriter(capacity: count * (keys.count > 8 ? 768 : 64 * keys.count) + 2)
+        var out = JSONWriter(capacity: count * Self.textSize(keys) + 2)
         out.beginArray()
         for status in statuses { status.write(keys, to: &out) }
         out.endArray()
         return out.finish()
+    }
+
+    /// About how many bytes a status of these keys takes, to reserve them at once.
+    private static func textSize(_ keys: [Key]) -> Int {
+        keys.count > 8 ? 768 : 64 * keys.count
     }
 
     func write(_ keys: [Key], to out: inout JSONWriter) {

@@ -67,57 +67,43 @@ struct JSONParser {
         index += count
     }
 
-    private mutating func nest() throws {
+    /// The items of an array or an object after its opening bracket, each read by `item`, comma
+    /// separated, up to `closing`; one level deeper while they are read.
+    private mutating func items(closing: UInt8, _ item: (inout JSONParser) throws -> Void) throws {
         depth += 1
         guard depth <= Self.maxDepth else { throw Failure() }
+        defer { depth -= 1 }
         index += 1
+        skipWhitespace()
+        if current == closing {
+            index += 1
+            return
+        }
+        while true {
+            try item(&self)
+            skipWhitespace()
+            guard current == UInt8(ascii: ",") else { return try expect(closing) }
+            index += 1
+        }
     }
 
     private mutating func array() throws -> JSONValue {
-        try nest()
-        defer { depth -= 1 }
         var elements: [JSONValue] = []
-        skipWhitespace()
-        if current == UInt8(ascii: "]") {
-            index += 1
-            return .array(elements)
-        }
-        while true {
-            elements.append(try value())
-            skipWhitespace()
-            if current == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            try expect(UInt8(ascii: "]"))
-            return .array(elements)
-        }
+        try items(closing: UInt8(ascii: "]")) { elements.append(try $0.value()) }
+        return .array(elements)
     }
 
     private mutating func object() throws -> JSONValue {
-        try nest()
-        defer { depth -= 1 }
         var members: [String: JSONValue] = [:]
-        skipWhitespace()
-        if current == UInt8(ascii: "}") {
-            index += 1
-            return .object(members)
+        try items(closing: UInt8(ascii: "}")) { parser in
+            parser.skipWhitespace()
+            guard parser.current == UInt8(ascii: "\"") else { throw Failure() }
+            let key = try parser.string()
+            parser.skipWhitespace()
+            try parser.expect(UInt8(ascii: ":"))
+            members[key] = try parser.value()
         }
-        while true {
-            skipWhitespace()
-            guard current == UInt8(ascii: "\"") else { throw Failure() }
-            let key = try string()
-            skipWhitespace()
-            try expect(UInt8(ascii: ":"))
-            members[key] = try value()
-            skipWhitespace()
-            if current == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            try expect(UInt8(ascii: "}"))
-            return .object(members)
-        }
+        return .object(members)
     }
 
     /// A string from its opening quote: runs without escapes are copied whole.

@@ -156,25 +156,19 @@ struct JSONWriter {
         if afterValue { bytes.append(UInt8(ascii: ",")) }
     }
 
-    mutating func beginObject() {
+    mutating func beginObject() { open(UInt8(ascii: "{")) }
+    mutating func endObject() { close(UInt8(ascii: "}")) }
+    mutating func beginArray() { open(UInt8(ascii: "[")) }
+    mutating func endArray() { close(UInt8(ascii: "]")) }
+
+    private mutating func open(_ bracket: UInt8) {
         separate()
-        bytes.append(UInt8(ascii: "{"))
+        bytes.append(bracket)
         afterValue = false
     }
 
-    mutating func endObject() {
-        bytes.append(UInt8(ascii: "}"))
-        afterValue = true
-    }
-
-    mutating func beginArray() {
-        separate()
-        bytes.append(UInt8(ascii: "["))
-        afterValue = false
-    }
-
-    mutating func endArray() {
-        bytes.append(UInt8(ascii: "]"))
+    private mutating func close(_ bracket: UInt8) {
+        bytes.append(bracket)
         afterValue = true
     }
 
@@ -210,12 +204,6 @@ struct JSONWriter {
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
         }
         bytes.append(UInt8(ascii: "\""))
-        afterValue = true
-    }
-
-    mutating func value(_ value: JSONValue) {
-        separate()
-        value.write(to: &bytes)
         afterValue = true
     }
 

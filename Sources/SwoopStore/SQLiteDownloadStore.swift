@@ -73,7 +73,7 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     /// The lookups as a few `IN` queries in one read transaction (see ``select(in:values:)``).
     public func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] {
-        let found = try select(in: "url", values: Array(Set(keys.map(\.url))))
+        let found = try select(in: "url", values: keys.map(\.url))
         // Matched byte for byte, as SQLite matches them: a name in another Unicode normalization
         // (é as one code point or two) is another file to the file system.
         let byKey = Dictionary(found.map { (ExactKey($0.key), $0) }, uniquingKeysWith: { a, _ in a })
@@ -90,14 +90,17 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func unfinished(directory: String, fileNames: [String]) throws -> [DownloadRecord] {
-        try select(in: "fileName", values: Array(Set(fileNames)), where: "directory = ? AND state NOT IN ('completed', 'removed')", [directory])
+        try select(in: "fileName", values: fileNames, where: "directory = ? AND state NOT IN ('completed', 'removed')", [directory])
     }
 
     /// The records whose `column` is one of `values` (and that meet `condition`, with its
     /// `arguments`), in chunks of one query each: one cursor per chunk, for GRDB sets up a cursor's
     /// column names each time, which one query per value paid a thousand times for a page of
-    /// `tellWaiting`.
+    /// `tellWaiting`. Each value is asked once, told apart by its bytes as SQLite tells them apart.
     func select(in column: String, values: [String], where condition: String = "1", _ arguments: [String] = []) throws -> [DownloadRecord] {
+        var seen = Set<[UInt8]>()
+        let values = values.filter { seen.insert(Array($0.utf8)).inserted }
+        guard !values.isEmpty else { return [] }
         let chunk = 500
         return try read { db in
             var found: [DownloadRecord] = []

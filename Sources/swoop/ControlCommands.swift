@@ -33,26 +33,40 @@ func withManager<T>(
 /// printing one line per download; exits with the first failure's status. Ctrl-C while it waits
 /// for another swoop to answer withdraws the request (exit 130).
 ///
-/// With a daemon on the state directory, `remote` does it through the daemon's RPC instead (given
-/// the download as the daemon knows it; it returns the download's new URL if it moved), so that the
-/// change is live there at once.
+/// With a daemon on the state directory, `remote` does it through the daemon's RPC instead (see
+/// ``forEachDownload(_:through:global:verb:suffix:_:)``), so that the change is live there at once.
 private func forEachDownload(
     _ ids: [String], global: GlobalOptions, verb: String, suffix: String = "",
     remote: (@Sendable (DaemonClient, DaemonClient.Found) async throws -> String?)? = nil,
     _ action: @escaping @Sendable (DownloadManager, Download) async throws -> Download
 ) async throws {
+    if let remote, let daemon = DaemonClient.find(global) {
+        return try await forEachDownload(ids, through: daemon, global: global, verb: verb, suffix: suffix, remote)
+    }
+    try await interruptibly(global) { console in
+        try await eachDownload(ids, global: global, console: console, verb: verb, suffix: suffix, action)
+    }
+}
+
+/// Runs `remote` on each id through a daemon (given the download as the daemon knows it; it
+/// returns the download's new URL if it moved), one line per download, as ``forEachDownload``.
+private func forEachDownload(
+    _ ids: [String], through daemon: DaemonClient, global: GlobalOptions, verb: String, suffix: String = "",
+    _ remote: @escaping @Sendable (DaemonClient, DaemonClient.Found) async throws -> String?
+) async throws {
+    try await interruptibly(global) { console in
+        await eachDownload(ids, daemon: daemon, console: console, verb: verb, suffix: suffix, remote)
+    }
+}
+
+/// Runs `work` in a task that Ctrl-C cancels; exits with the status it returns.
+private func interruptibly(_ global: GlobalOptions, _ work: @escaping @Sendable (Console) async throws -> Int32) async throws {
     let console = Console(quiet: global.quiet)
     let interruption = Interruption()
-    let daemon = remote == nil ? nil : DaemonClient.find(global)
-    let work = Task {
-        if let daemon, let remote {
-            return await eachDownload(ids, daemon: daemon, console: console, verb: verb, suffix: suffix, remote)
-        }
-        return try await eachDownload(ids, global: global, console: console, verb: verb, suffix: suffix, action)
-    }
-    interruption.onSignal { work.cancel() }
+    let task = Task { try await work(console) }
+    interruption.onSignal { task.cancel() }
     defer { interruption.stop() }
-    let status = try await work.value
+    let status = try await task.value
     if status != ExitStatus.success { throw ExitCode(status) }
 }
 
@@ -269,7 +283,7 @@ extension ResumeCommand {
             }
         }
         let url = self.url
-        try await forEachDownload(ids, global: global, verb: "resumed", remote: { daemon, found in
+        try await forEachDownload(ids, through: daemon, global: global, verb: "resumed") { daemon, found in
             let (gid, status) = (found.gid, found.status)
             switch status {
             case "complete": throw SwoopError(.invalidArgument, "the download is already complete")
@@ -285,7 +299,7 @@ extension ResumeCommand {
             if status == "paused" || status == "error" { _ = try await daemon.call("aria2.unpause", [.string(gid)]) }
             // The URL as the daemon keeps it, when it moved.
             return url == nil ? nil : try await daemon.url(of: gid)
-        }) { _, download in download }
+        }
     }
 }
 

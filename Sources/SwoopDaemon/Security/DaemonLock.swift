@@ -13,7 +13,7 @@ public final class DaemonLock: Sendable {
     ///
     /// - Throws: ``DaemonError`` naming the daemon that holds it, or why the file cannot be opened.
     public static func acquire(in stateDirectory: String) throws -> DaemonLock {
-        let path = stateDirectory + "/daemon.lock"
+        let path = path(in: stateDirectory)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw DaemonError("cannot open \(path): \(String(cString: strerror(errno)))") }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
@@ -24,9 +24,14 @@ public final class DaemonLock: Sendable {
         return DaemonLock(fd: fd)
     }
 
+    /// The lock file of a state directory.
+    static func path(in stateDirectory: String) -> String {
+        stateDirectory + "/daemon.lock"
+    }
+
     /// Whether a daemon holds the lock of `stateDirectory` now (looked at without keeping it).
     public static func isHeld(in stateDirectory: String) -> Bool {
-        let fd = open(stateDirectory + "/daemon.lock", O_RDONLY | O_CLOEXEC)
+        let fd = open(path(in: stateDirectory), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         guard flock(fd, LOCK_SH | LOCK_NB) == 0 else { return true }

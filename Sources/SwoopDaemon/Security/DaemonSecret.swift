@@ -15,19 +15,22 @@ public enum DaemonSecret {
             return (given, false)
         }
         if let file {
-            guard let data = FileManager.default.contents(atPath: file) else { throw DaemonError("--secret-file \(file): cannot read it") }
-            let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let secret = read(file) else { throw DaemonError("--secret-file \(file): cannot read it") }
             guard !secret.isEmpty else { throw DaemonError("--secret-file \(file): the file is empty") }
             return (secret, false)
         }
         let path = stateDirectory + "/" + fileName
-        if let data = FileManager.default.contents(atPath: path) {
-            let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if !secret.isEmpty { return (secret, false) }
-        }
+        if let secret = read(path), !secret.isEmpty { return (secret, false) }
         let secret = make()
         try PrivateFile.write(Array((secret + "\n").utf8), to: path)
         return (secret, true)
+    }
+
+    /// A secret file's text without surrounding blanks, or `nil` when it cannot be read.
+    private static func read(_ path: String) -> String? {
+        FileManager.default.contents(atPath: path).map {
+            String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
     }
 
     /// 24 random bytes as 48 hex digits.
@@ -44,17 +47,10 @@ public enum PrivateFile {
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw DaemonError("cannot write \(path): \(String(cString: strerror(errno)))") }
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if result < 0, errno == EINTR { continue }
-            guard result > 0 else {
-                let reason = String(cString: strerror(errno))
-                close(fd)
-                unlink(temporary)
-                throw DaemonError("cannot write \(path): \(reason)")
-            }
-            written += result
+        if let failure = bytes.withUnsafeBytes({ WriteAll.write(fd, $0) }) {
+            close(fd)
+            unlink(temporary)
+            throw DaemonError("cannot write \(path): \(String(cString: strerror(failure)))")
         }
         fsync(fd)
         close(fd)

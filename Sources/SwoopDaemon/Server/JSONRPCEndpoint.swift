@@ -64,7 +64,7 @@ struct JSONRPCEndpoint: Sendable {
             try await cancelWhenGracefulShutdown {
                 for try await message in inbound.messages(maxSize: maxMessageBytes) {
                     guard case .text(let text) = message else { continue }
-                    let (_, json) = await answer(Array(text.utf8))
+                    let (_, json) = await answer(text.utf8)
                     try await outbound.write(.text(String(decoding: json, as: UTF8.self)))
                 }
             }

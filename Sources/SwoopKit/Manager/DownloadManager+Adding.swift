@@ -85,17 +85,13 @@ extension DownloadManager {
             // A re-added download keeps the priority it was given unless this request names one.
             if isNew || request.priority != 0 { record.priority = request.priority }
             record.updatedAt = Date()
+            let pausing = request.paused && record.state == .waiting
+            if pausing { record.state = try DownloadStateMachine.next(after: .waiting, on: .pause).get() }
             byKey[key] = record
             ids.append(record.id)
             named.insert(record.id)
-            if request.paused, record.state == .waiting {
-                record.state = try DownloadStateMachine.next(after: .waiting, on: .pause).get()
-                byKey[key] = record
-                toSave.append(record)
-                continue
-            }
             toSave.append(record)
-            queued.append(record)
+            if !pausing { queued.append(record) }
         }
         nextPosition = position
         try store.save(contentsOf: toSave)

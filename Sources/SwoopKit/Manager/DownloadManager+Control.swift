@@ -221,13 +221,13 @@ extension DownloadManager {
         schedule()
     }
 
+    /// Stores the queue places of `entries` (read in one lookup: a reorder renumbers the whole queue).
     func saveQueueEntries(_ entries: [DownloadQueue.Entry]) throws {
-        var records: [DownloadRecord] = []
-        for entry in entries {
-            guard var record = try store.record(id: entry.id) else { continue }
-            record.priority = entry.priority
-            record.position = entry.position
-            records.append(record)
+        let places = Dictionary(entries.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+        let records = try store.records(ids: entries.map(\.id)).map { stored in
+            var record = stored
+            if let place = places[record.id] { (record.priority, record.position) = (place.priority, place.position) }
+            return record
         }
         try store.save(contentsOf: records)
     }

@@ -85,7 +85,8 @@ extension DownloadManager {
                 && (record.settings.maxConnections ?? self.configuration.segments.maxConnections) == 1
         }
         var all: [DownloadDetails] = []
-        var unread: [Download.ID: Download?] = [:]
+        var unread: [Download.ID] = []
+        var live: [Download.ID: Download] = [:]
         // Active as aria2 sees it: a waiting one handed to its run counts as active already.
         func add(_ download: Download, _ record: DownloadRecord) {
             guard download.state == .active || download.state == .waiting else { return }
@@ -93,17 +94,16 @@ extension DownloadManager {
             details.download.state = .active
             all.append(details)
         }
-        for (id, record, snapshot) in runs.latest(Array(queue.active.keys), recordIf: single) {
-            if let record {
+        for (id, record, snapshot) in runs.latest(Array(queue.active.keys)) {
+            if let record, single(record) {
                 add(snapshot ?? record.snapshot(), record)
             } else {
-                unread[id] = snapshot
+                unread.append(id)
+                live[id] = snapshot
             }
         }
-        if !unread.isEmpty {
-            for record in try store.records(ids: Array(unread.keys)) {
-                add((unread[record.id] ?? nil) ?? record.snapshot(), record)
-            }
+        for record in try store.records(ids: unread) {
+            add(live[record.id] ?? record.snapshot(), record)
         }
         return all
     }

@@ -51,8 +51,7 @@ extension DownloadManager {
         let problem = record.isCompletedFile(at: path)
             ? nil : FileSystem.exists(path) ? "\(path) was changed since it was downloaded" : "\(path) was removed"
         if problem != record.lastError {
-            record.lastError = problem
-            record.lastErrorCode = problem == nil ? nil : SwoopError.Code.fileSystem.description
+            record.setLastError(problem.map { SwoopError(.fileSystem, $0) })
             try store.update(record, durable: true)
         }
         return (published, problem != nil)

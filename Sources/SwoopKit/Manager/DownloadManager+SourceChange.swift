@@ -39,7 +39,7 @@ extension DownloadManager {
         }
         // A queued run takes the lock by the new key.
         if queuedKeys[id] != nil { queuedKeys[id] = record.key }
-        if from != newURL { announceMove(record, from: from, startOver: reason) }
+        if let reason { announceStartOver(record, from: from, reason: reason) }
         if wasRunning { try resume(id) }
     }
 
@@ -85,7 +85,7 @@ extension DownloadManager {
         let reason = SourceChange.move(&record, to: request.key.url, requestedName: request.key.requestedName, trustLength: request.trustMirrorLength)
         record.updatedAt = Date()
         try store.save(record)
-        announceMove(record, from: candidate.url, startOver: reason)
+        if let reason { announceStartOver(record, from: candidate.url, reason: reason) }
         return record
     }
 
@@ -95,11 +95,10 @@ extension DownloadManager {
         request.fileName ?? FileNaming.suggestedName(contentDisposition: nil, url: request.url)
     }
 
-    /// Says that a download moved and starts over. When its bytes are offered to the new URL
-    /// instead, the record names where they came from (``DownloadRecord/movedFrom``) and its next
-    /// run says whether the URL proved them.
-    func announceMove(_ record: DownloadRecord, from: String, startOver reason: String?) {
-        guard let reason else { return }
+    /// Says that a download moved and starts over. (When its bytes are offered to the new URL
+    /// instead, the record names where they came from, ``DownloadRecord/movedFrom``, and its next
+    /// run says whether the URL proved them.)
+    func announceStartOver(_ record: DownloadRecord, from: String, reason: String) {
         let part = record.partPath.map { ($0 as NSString).lastPathComponent } ?? "its part file"
         hub.publish(.notice(record.snapshot(), "\(record.url) takes over the download of \(from); starting over in \(part): \(reason)"))
     }

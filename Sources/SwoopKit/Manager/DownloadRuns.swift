@@ -147,14 +147,11 @@ final class DownloadRuns: Sendable {
         entries.withLockedValue { $0[id]?.snapshot }
     }
 
-    /// For each of `ids`: the latest snapshot of its run, and the record the run began with (see
-    /// ``Entry/record``) when `serves` accepts it. One pass under the lock, nothing else copied.
-    func latest(_ ids: [Download.ID], recordIf serves: (DownloadRecord) -> Bool) -> [(id: Download.ID, record: DownloadRecord?, snapshot: Download?)] {
+    /// For each of `ids`: the record its run began with (see ``Entry/record``) and its latest
+    /// snapshot. One pass under the lock, nothing else copied.
+    func latest(_ ids: [Download.ID]) -> [(id: Download.ID, record: DownloadRecord?, snapshot: Download?)] {
         entries.withLockedValue { entries in
-            ids.map { id in
-                let entry = entries[id]
-                return (id, entry?.record.flatMap { serves($0) ? $0 : nil }, entry?.snapshot)
-            }
+            ids.map { id in (id, entries[id]?.record, entries[id]?.snapshot) }
         }
     }
 

@@ -9,7 +9,10 @@ struct SavedRepresentation: Sendable, Hashable {
     var lastModified: String?
 
     /// A strong ETag (weak ones must not be used with `If-Range`, RFC 9110 §13.1.5).
-    var strongETag: String? {
+    var strongETag: String? { Self.strong(etag) }
+
+    /// An ETag if it is strong, else `nil`.
+    static func strong(_ etag: String?) -> String? {
         guard let etag, !etag.hasPrefix("W/") else { return nil }
         return etag
     }

@@ -100,10 +100,7 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
     }
 
     /// The stored ETag when it is a strong one (a weak one proves no byte, RFC 9110 §8.8.3).
-    var strongETag: String? {
-        guard let etag, !etag.hasPrefix("W/") else { return nil }
-        return etag
-    }
+    var strongETag: String? { SavedRepresentation.strong(etag) }
 
     /// Records `error` (or clears the last one).
     public mutating func setLastError(_ error: SwoopError?) {

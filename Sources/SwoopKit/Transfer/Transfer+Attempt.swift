@@ -41,7 +41,7 @@ extension Transfer {
                         if offset > 0 || record.segments != nil {
                             // The saved bytes are kept only if the mirror proves it serves their file.
                             movedFrom = url.absoluteString
-                            sourceProof = .forMirror(verifiedByChecksum: options.checksum != nil)
+                            sourceProof = mirrorProof
                         }
                         url = next
                         retries = Retries(policy: configuration.retry)

@@ -35,7 +35,7 @@ extension Transfer {
             plan: plan,
             context: .init(
                 client: context.client, configuration: configuration, logger: context.logger, url: url, mirrors: spareSources,
-                mirrorProof: .forMirror(verifiedByChecksum: options.checksum != nil), urlProof: sourceProof,
+                mirrorProof: mirrorProof, urlProof: sourceProof,
                 notice: { message in emit(.notice(base, message)) },
                 headers: configuration.headers + options.headers, part: part, store: store, recordID: record.id,
                 bootID: recordedBootID,

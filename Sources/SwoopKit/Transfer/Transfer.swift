@@ -108,6 +108,8 @@ final class Transfer {
     static let maxRestarts = 3
 
     var configuration: Configuration { context.configuration }
+    /// What a mirror's answers must show: the strong ETag, or with a checksum the length alone.
+    var mirrorProof: SourceProof { .forMirror(verifiedByChecksum: options.checksum != nil) }
     var store: any DownloadStore { context.store }
     var emit: @Sendable (DownloadEvent) -> Void { context.emit }
     var throttle: Throttle { context.throttle }
