@@ -54,8 +54,8 @@ public final class Daemon: Sendable {
     /// Runs until SIGINT or SIGTERM (or an RPC `shutdown`), then stops cleanly: transfers saved,
     /// sessions closed, `daemon.json` removed.
     ///
-    /// - Parameter onRunning: Called with the bound port once the server listens and the queue runs.
-    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    /// - Parameter onRunning: Called with the bound address once the server listens and the queue runs.
+    public func run(onRunning: @escaping @Sendable (ListenAddress) async -> Void = { _ in }) async throws {
         let service = DownloadService(manager: manager)
         let trigger = ShutdownTrigger()
         let rpc = Aria2RPC(manager: manager, settings: .init(secret: options.secret, roots: options.roots)) { _ in
@@ -68,12 +68,12 @@ public final class Daemon: Sendable {
         serverOptions.limits.maxBodyBytes = options.maxBodyBytes
         let events = manager.events()
         let forwarder = EventForwarder(events: events, rpc: rpc, hub: hub, logger: logger)
-        let (listen, secret, stateDirectory, manager, logger) = (options.listen, options.secret, options.stateDirectory, manager, logger)
+        let (secret, stateDirectory, manager, logger) = (options.secret, options.stateDirectory, manager, logger)
         // Hummingbird's own lines (its start, a refused upgrade's "error handling upgrade result")
         // only when debugging.
         var serverLogger = logger
         if logger.logLevel > .debug { serverLogger.logLevel = .critical }
-        let app = DaemonServer.make(options: serverOptions, rpc: rpc, hub: hub, logger: serverLogger) { port in
+        let app = DaemonServer.make(options: serverOptions, rpc: rpc, hub: hub, logger: serverLogger) { bound in
             // The queue first: a client that connects may add at once.
             do {
                 _ = try await service.reconciled()
@@ -81,7 +81,7 @@ public final class Daemon: Sendable {
             } catch {
                 logger.error("cannot continue the unfinished downloads: \(error)")
             }
-            let url = "http://\(ListenAddress(host: listen.host, port: port))"
+            let url = "http://\(bound)"
             if let stateDirectory {
                 do {
                     try DaemonAddress(url: url, secret: secret).write(in: stateDirectory)
@@ -89,7 +89,7 @@ public final class Daemon: Sendable {
                     logger.warning("cannot record the daemon's address for swoop commands: \(error)")
                 }
             }
-            await onRunning(port)
+            await onRunning(bound)
         }
         let group = ServiceGroup(
             configuration: .init(services: [service, forwarder, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

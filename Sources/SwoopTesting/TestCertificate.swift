@@ -69,7 +69,7 @@ public struct TestCertificate: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
         do {
-            try ChildProcess.run(process)
+            try process.run()
         } catch {
             throw TestServerError(code: .certificateGenerationFailed, message: "cannot run openssl", cause: error)
         }

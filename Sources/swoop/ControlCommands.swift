@@ -276,7 +276,8 @@ extension ResumeCommand {
         if ids.isEmpty {
             let store = try global.openStore()
             defer { try? store.close() }
-            ids = try store.all().filter { states.contains($0.state) && [.paused, .interrupted, .failed].contains($0.state) }.map(\.id.rawValue)
+            let stopped = states.intersection([.paused, .interrupted, .failed])
+            ids = try store.all().filter { stopped.contains($0.state) }.map(\.id.rawValue)
             if ids.isEmpty {
                 console.notice("nothing to resume: the daemon runs every waiting download")
                 return

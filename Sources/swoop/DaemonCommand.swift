@@ -94,10 +94,10 @@ struct DaemonCommand: AsyncParsableCommand {
             console.error(error.message)
             throw ExitCode(ExitStatus.usage)
         }
-        let (host, stateDirectory) = (try ListenAddress(parsing: listen).host, global.stateDirectory)
+        let stateDirectory = global.stateDirectory
         defer { withExtendedLifetime(lock) {} }
         do {
-            try await run(daemon, host: host, stateDirectory: stateDirectory, secret: secretText, isNewSecret: isNewSecret, console: console)
+            try await run(daemon, stateDirectory: stateDirectory, secret: secretText, isNewSecret: isNewSecret, console: console)
             console.notice("daemon stopped; transfers saved (they continue at the next start)")
         } catch let error as IOError {
             // Binding is the only I/O the server does before it runs.
@@ -106,9 +106,9 @@ struct DaemonCommand: AsyncParsableCommand {
         }
     }
 
-    private func run(_ daemon: Daemon, host: String, stateDirectory: String, secret secretText: String, isNewSecret: Bool, console: Console) async throws {
-        try await daemon.run { port in
-            let address = "http://\(ListenAddress(host: host, port: port))/"
+    private func run(_ daemon: Daemon, stateDirectory: String, secret secretText: String, isNewSecret: Bool, console: Console) async throws {
+        try await daemon.run { bound in
+            let address = "http://\(bound)/"
             console.result("swoop daemon: listening on \(address) (aria2 JSON-RPC at \(address)jsonrpc)")
             if isNewSecret {
                 console.result("swoop daemon: a secret was made and kept in \(stateDirectory)/\(DaemonSecret.fileName): \(secretText)")

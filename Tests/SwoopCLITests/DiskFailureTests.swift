@@ -75,7 +75,7 @@ struct Mount {
         process.executableURL = URL(fileURLWithPath: command)
         process.arguments = arguments.first == "-u" ? Array(arguments.dropFirst()) : arguments
         process.standardError = FileHandle.nullDevice
-        try ChildProcess.run(process)
+        try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(command) \(arguments) failed"])

@@ -1,5 +1,4 @@
 import Foundation
-import SwoopTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -58,7 +57,7 @@ struct SwoopBinary {
             process.standardOutput = try FileHandle(forWritingTo: out)
             process.standardError = try FileHandle(forWritingTo: err)
             process.standardInput = FileHandle.nullDevice
-            try ChildProcess.run(process)
+            try process.run()
         }
 
         var pid: Int32 { process.processIdentifier }

@@ -20,10 +20,10 @@ struct DaemonServer {
         var pingInterval = Duration.seconds(30)
     }
 
-    /// The application, and a box that holds the port once it is bound.
+    /// The application; `onRunning` is given the address it is bound to (the port chosen for 0).
     static func make(
         options: Options, rpc: Aria2RPC, hub: NotificationHub, logger: Logger,
-        onRunning: @escaping @Sendable (Int) async -> Void
+        onRunning: @escaping @Sendable (ListenAddress) async -> Void
     ) -> some ApplicationProtocol {
         let rules = NIOLockedValueBox(RequestGuard(listen: options.listen, allowHosts: options.allowHosts, allowOrigins: options.allowOrigins))
         let endpoint = JSONRPCEndpoint(rpc: rpc, hub: hub, maxMessageBytes: options.limits.maxBodyBytes)
@@ -31,20 +31,13 @@ struct DaemonServer {
         let router = Router()
         router.post("/jsonrpc") { request, context in
             var response = try await endpoint.post(request, context)
-            // A page of an origin given with --allow-origin (the guard let it through) may read it.
-            if let origin = request.headers[.origin] {
-                response.headers[.accessControlAllowOrigin] = origin
-                response.headers[.vary] = "Origin"
-            }
+            allowOrigin(of: request, in: &response.headers)
             return response
         }
         router.on("/jsonrpc", method: .options) { request, _ -> Response in
             // A browser's preflight for a POST with a JSON Content-Type from an allowed origin.
             var headers: HTTPFields = [.accessControlAllowMethods: "POST", .accessControlAllowHeaders: "Content-Type", .accessControlMaxAge: "600"]
-            if let origin = request.headers[.origin] {
-                headers[.accessControlAllowOrigin] = origin
-                headers[.vary] = "Origin"
-            }
+            allowOrigin(of: request, in: &headers)
             return Response(status: .noContent, headers: headers)
         }
         router.get("/jsonrpc") { _, _ -> Response in
@@ -82,14 +75,20 @@ struct DaemonServer {
                 availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections)
             ),
             onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? listen.port
-                rules.withLockedValue {
-                    $0 = RequestGuard(listen: ListenAddress(host: listen.host, port: port), allowHosts: allowHosts, allowOrigins: allowOrigins)
-                }
-                await onRunning(port)
+                let bound = ListenAddress(host: listen.host, port: channel.localAddress?.port ?? listen.port)
+                rules.withLockedValue { $0 = RequestGuard(listen: bound, allowHosts: allowHosts, allowOrigins: allowOrigins) }
+                await onRunning(bound)
             },
             logger: logger
         )
+    }
+
+    /// Lets a page of the request's origin read the answer: one given with --allow-origin, since
+    /// the guard let the request through.
+    private static func allowOrigin(of request: Request, in headers: inout HTTPFields) {
+        guard let origin = request.headers[.origin] else { return }
+        headers[.accessControlAllowOrigin] = origin
+        headers[.vary] = "Origin"
     }
 }
 
