@@ -6,13 +6,18 @@ import PackageDescription
 /// 5.5 ms instead of 8.7, resolving no Swift library at load time. Objects compiled against the
 /// shared Foundation name only `Foundation`, so the static archives it needs are named here (for
 /// this toolchain's `usr/lib/swift_static`), in one group; libxml2 is the system's.
+///
+/// `--no-export-dynamic`: SwiftPM exports every symbol of an executable (45,000 here), and the Swift
+/// runtime's start-up `dladdr` scans them all; no one links against `swoop`. Start-up 0.85 ms less
+/// (`--version` 5.66 → 5.02 ms). The binary stays position-independent (`-no-pie` would save 1.2 ms
+/// more, at the cost of address-space randomization for a program that parses what servers send).
 let staticRuntime = ["-static-stdlib", "-Xlinker", "--start-group"]
     + [
         "FoundationXML", "FoundationNetworking", "Foundation", "FoundationInternationalization", "FoundationEssentials",
         "_FoundationICU", "_FoundationCShims", "_FoundationCollections", "CoreFoundation", "_CFXMLInterface",
         "_CFURLSessionInterface", "xml2",
     ].flatMap { ["-Xlinker", "-l\($0)"] }
-    + ["-Xlinker", "--end-group"]
+    + ["-Xlinker", "--end-group", "-Xlinker", "--no-export-dynamic"]
 
 let package = Package(
     name: "swoop",

@@ -244,7 +244,7 @@ struct SQLiteDownloadStoreTests {
         let path = directory + "/old.sqlite"
         do {
             let queue = try DatabaseQueue(path: path)
-            try SQLiteDownloadStore.migrator.migrate(queue, upTo: "v3: segments")
+            try SQLiteDownloadStore.stepByStepMigrator.migrate(queue, upTo: "v3: segments")
             try queue.write { db in
                 try db.execute(
                     sql: """
@@ -299,7 +299,7 @@ struct SQLiteDownloadStoreTests {
         let kept = Download.ID.make()
         do {
             let queue = try DatabaseQueue(path: path)
-            try SQLiteDownloadStore.migrator.migrate(queue, upTo: "v5: mirrors")
+            try SQLiteDownloadStore.stepByStepMigrator.migrate(queue, upTo: "v5: mirrors")
             try queue.write { db in
                 for (id, url) in [("7c9e6679-7425-40de-944b-e07fc1f90ae7", "http://127.0.0.1/a"), (kept.rawValue, "http://127.0.0.1/b")] {
                     try db.execute(
