@@ -7,16 +7,15 @@ import Testing
 /// `DiskWork` exists so that downloads waiting for the disk wait side by side, not in a line.
 @Suite("DiskWork: blocking disk work runs in parallel", .timeLimit(.minutes(1)))
 struct DiskWorkTests {
-    /// Each job blocks until all of them are running: they pass only if as many threads as the
-    /// pool promises run them at once (fewer would leave some waiting, and every job times out).
-    @Test func asManyBlockingJobsAsThePoolHasThreadsRunAtOnce() async throws {
-        let count = DiskWork.threadCount
+    /// Runs `count` jobs on `run` that each block until all of them are running: they pass only if
+    /// that many threads run them at once (fewer would leave some waiting, and every job times out).
+    static func blockingJobsMeet(_ count: Int, run: @escaping @Sendable (@escaping @Sendable () -> Bool) async throws -> Bool) async throws -> [Bool] {
         let arrived = NIOLockedValueBox(0)
         let allIn = DispatchSemaphore(value: 0)
-        let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+        return try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<count {
                 group.addTask {
-                    try await DiskWork.run {
+                    try await run {
                         if arrived.withLockedValue({ $0 += 1; return $0 }) == count {
                             for _ in 0..<count { allIn.signal() }
                         }
@@ -26,7 +25,50 @@ struct DiskWorkTests {
             }
             return try await group.reduce(into: [Bool]()) { $0.append($1) }
         }
+    }
+
+    @Test func asManyBlockingJobsAsThePoolHasThreadsRunAtOnce() async throws {
+        let count = DiskWork.threadCount
+        let results = try await Self.blockingJobsMeet(count) { job in try await DiskWork.run { job() } }
         #expect(results == Array(repeating: true, count: count))
+    }
+
+    /// Threads start as work finds none idle: one job after another needs one thread (two when the
+    /// next job comes before the thread that ran the last is back waiting); jobs that wait for each
+    /// other need as many as they are, never more than the limit (the rest queue).
+    @Test func threadsStartOnlyWhenWorkFindsNoneIdle() async throws {
+        let threads = DiskThreads(limit: 3)
+        #expect(threads.threadCount == 0)
+        for value in 0..<20 {
+            let echoed = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
+                threads.submit { continuation.resume(returning: value) }
+            }
+            #expect(echoed == value)
+        }
+        #expect((1...2).contains(threads.threadCount))
+        let results = try await Self.blockingJobsMeet(3) { job in
+            try await withCheckedThrowingContinuation { continuation in threads.submit { continuation.resume(returning: job()) } }
+        }
+        #expect(results == [true, true, true])
+        #expect(threads.threadCount == 3)
+        // Over the limit, work waits for a thread to come free; all of it is done.
+        let done = NIOLockedValueBox(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<12 {
+                group.addTask {
+                    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                        threads.submit {
+                            Thread.sleep(forTimeInterval: 0.002)
+                            done.withLockedValue { $0 += 1 }
+                            continuation.resume()
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(done.withLockedValue { $0 } == 12)
+        #expect(threads.threadCount == 3)
     }
 
     @Test func anErrorThrownOnADiskThreadReachesTheCaller() async {

@@ -1,5 +1,5 @@
 import Foundation
-import NIOPosix
+import NIOCore
 
 /// Where disk work that blocks runs: `fdatasync`, `fsync` and the store's durable commits.
 ///
@@ -11,23 +11,68 @@ enum DiskWork {
     /// Enough threads for the flushes of as many downloads as usually run at once; more simply queue.
     static let threadCount = 16
 
-    private static let pool: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: threadCount)
-        pool.start()
-        return pool
-    }()
+    private static let threads = DiskThreads(limit: threadCount)
 
     /// Runs `body` on a disk thread and returns its result.
     /// Not cancellable: work handed to the disk (a save of progress as a transfer stops, a flush)
     /// is finished, whatever happens to the waiting task meanwhile.
     static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            pool.submit { state in
-                guard case .active = state else {
-                    return continuation.resume(throwing: SwoopError(.other, "the disk threads have stopped"))
-                }
-                continuation.resume(with: Result { try body() })
+            threads.submit { continuation.resume(with: Result { try body() }) }
+        }
+    }
+}
+
+/// Threads that wait for the disk, started only when work finds none idle (up to `limit`) and
+/// then kept. A fixed pool (NIO's `NIOThreadPool`) starts all its threads at once: sixteen
+/// threads, their stacks and malloc arenas, for a `swoop get` of one small file that needs one.
+final class DiskThreads: @unchecked Sendable {
+    private let limit: Int
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var queue = CircularBuffer<@Sendable () -> Void>()
+    private var idle = 0
+    private var started = 0
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// The number of threads started so far.
+    var threadCount: Int {
+        condition.withLock { started }
+    }
+
+    /// Runs `work` on a disk thread: an idle one, else a new one while under the limit, else the
+    /// first to come free.
+    func submit(_ work: @escaping @Sendable () -> Void) {
+        let startsThread = condition.withLock {
+            queue.append(work)
+            condition.signal()
+            // Each idle thread takes one job: a job beyond them needs a thread of its own.
+            guard queue.count > idle, started < limit else { return false }
+            started += 1
+            return true
+        }
+        if startsThread {
+            let thread = Thread { [self] in serve() }
+            thread.name = "swoop-disk"
+            thread.start()
+        }
+    }
+
+    private func serve() {
+        condition.lock()
+        while true {
+            while queue.isEmpty {
+                idle += 1
+                condition.wait()
+                idle -= 1
             }
+            let work = queue.removeFirst()
+            condition.unlock()
+            work()
+            condition.lock()
         }
     }
 }
