@@ -27,10 +27,19 @@ struct DiskWorkTests {
         }
     }
 
+    /// On a pool of its own: jobs that block the threads they run on must not hold the disk threads
+    /// every other test's downloads use.
     @Test func asManyBlockingJobsAsThePoolHasThreadsRunAtOnce() async throws {
-        let count = DiskWork.threadCount
-        let results = try await Self.blockingJobsMeet(count) { job in try await DiskWork.run { job() } }
-        #expect(results == Array(repeating: true, count: count))
+        let threads = DiskThreads(limit: DiskWork.threadCount)
+        let results = try await Self.blockingJobsMeet(DiskWork.threadCount) { job in
+            try await withCheckedThrowingContinuation { continuation in threads.submit { continuation.resume(returning: job()) } }
+        }
+        #expect(results == Array(repeating: true, count: DiskWork.threadCount))
+        #expect(threads.threadCount == DiskWork.threadCount)
+    }
+
+    @Test func diskWorkReturnsWhatItsBodyReturns() async throws {
+        #expect(try await DiskWork.run { 6 * 7 } == 42)
     }
 
     /// Threads start as work finds none idle: one job after another needs one thread (two when the
