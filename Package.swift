@@ -82,7 +82,9 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The web page, in the binary: no build step, nothing fetched from elsewhere.
+            resources: ["index.html", "style.css", "app.js", "format.js", "model.js", "rpc.js"].map { .embedInCode("Web/\($0)") }
         ),
         .target(
             name: "SwoopConsole",

@@ -7,8 +7,8 @@ import NIOConcurrencyHelpers
 import NIOCore
 import SwoopRPC
 
-/// The daemon's HTTP server: `/jsonrpc` (POST and WebSocket) behind ``GuardHandler``, a small
-/// page at `/`, nothing else. No method calls over GET, no JSONP.
+/// The daemon's HTTP server, behind ``GuardHandler``: `/jsonrpc` (POST and WebSocket), the web
+/// page (`/` and `/ui/…`, ``WebPage``) and `/healthz`, nothing else. No method calls over GET, no JSONP.
 struct DaemonServer {
     struct Options: Sendable {
         var listen: ListenAddress
@@ -44,8 +44,11 @@ struct DaemonServer {
             Response(status: .methodNotAllowed, headers: [.contentType: "text/plain; charset=utf-8", .allow: "POST"],
                      body: .init(byteBuffer: ByteBuffer(string: "JSON-RPC calls are POSTed (or sent over a WebSocket)\n")))
         }
-        router.get("/") { _, _ -> Response in
-            Response(status: .ok, headers: DaemonPage.headers, body: .init(byteBuffer: ByteBuffer(string: DaemonPage.html)))
+        router.get("/") { _, _ in WebPage.response(for: "/") }
+        router.get("/ui/:file") { request, _ in WebPage.response(for: request.uri.path) }
+        router.get("/healthz") { _, _ -> Response in
+            // For a load balancer or a supervisor: up or not, nothing more (no token, no details).
+            Response(status: .ok, headers: WebPage.plainHeaders, body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
         }
         let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
         webSocketRouter.ws("/jsonrpc") { _, _ in
@@ -92,22 +95,3 @@ struct DaemonServer {
     }
 }
 
-/// What `/` shows until the web page comes: what this is and how to reach it.
-enum DaemonPage {
-    static let headers: HTTPFields = [
-        .contentType: "text/html; charset=utf-8",
-        .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'",
-        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
-        HTTPField.Name("Referrer-Policy")!: "no-referrer",
-    ]
-
-    static let html = """
-        <!doctype html>
-        <html lang="en"><head><meta charset="utf-8"><title>Swoop daemon</title>
-        <style>body{font:16px system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}</style></head>
-        <body><h1>Swoop daemon</h1>
-        <p>This is a Swoop download daemon. It speaks aria2's JSON-RPC at <code>/jsonrpc</code> (HTTP POST and
-        WebSocket): point aria2p, AriaNg or any aria2 client here, with the secret as the RPC token.</p>
-        </body></html>
-        """
-}
