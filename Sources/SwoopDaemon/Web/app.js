@@ -33,12 +33,21 @@ function showLogin(message) {
 
 async function connect(token) {
   $("connection").textContent = "Connecting…";
-  client = new RPCClient(socketURL(location), token);
-  try {
-    await client.open();
-    await client.call("aria2.getVersion");
-  } catch (error) {
+  if (client) {
+    // Another token (a new link, the form): the old connection ends without reconnecting.
+    client.onClose = null;
     client.close();
+  }
+  const attempt = new RPCClient(socketURL(location), token);
+  client = attempt;
+  try {
+    await attempt.open();
+    await attempt.call("aria2.getVersion");
+  } catch (error) {
+    attempt.onClose = null;
+    attempt.close();
+    if (client !== attempt) return;
+    client = null;
     if (error instanceof RPCError && error.code === 1) {
       sessionStorage.removeItem("swoop.token");
       showLogin("Wrong secret: the daemon refused it.");
@@ -50,10 +59,14 @@ async function connect(token) {
   $("login").hidden = true;
   $("app").hidden = false;
   $("connection").textContent = "Connected";
-  client.onNotification = () => queueRefresh();
-  client.onClose = () => {
+  if (client !== attempt) return;
+  attempt.onNotification = () => queueRefresh();
+  attempt.onClose = () => {
+    if (client !== attempt) return;
     $("connection").textContent = "Connection lost; reconnecting…";
-    setTimeout(() => connect(token), 1000);
+    setTimeout(() => {
+      if (client === attempt) connect(token);
+    }, 1000);
   };
   await refresh();
 }
@@ -253,6 +266,11 @@ $("filter").addEventListener("change", queueRender);
 $("search").addEventListener("input", queueRender);
 setInterval(pollActive, 1000);
 setInterval(refresh, 5000);
+
+// A link with another token opened in this tab changes only the address's fragment.
+window.addEventListener("hashchange", () => {
+  if (/(?:^#|&)token=/.test(location.hash)) connect(takeToken());
+});
 
 const token = takeToken();
 if (token) connect(token);

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+
+/// The web page in headless Chromium (Selenium): its JavaScript unit tests
+/// (`Tests/Web/run_js_tests.py`) and a user's session against the real daemon
+/// (`Tests/Web/page_test.py`). In CI (`CI=true`) they must run: a missing Chromium, chromedriver
+/// or Selenium fails them instead of skipping them.
+@Suite("swoop daemon: the web page in Chromium", .timeLimit(.minutes(3)))
+struct WebPageBrowserTests {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Web").path
+
+    static var isAvailable: Bool {
+        if ProcessInfo.processInfo.environment["CI"] == "true" { return true }
+        let hasBrowser = ["/usr/bin/chromium", "/usr/bin/chromedriver"].allSatisfy(FileManager.default.isExecutableFile(atPath:))
+        let hasSelenium = (try? Process.run(URL(fileURLWithPath: "/usr/bin/env"), arguments: ["python3", "-c", "import selenium"]))
+            .map { $0.waitUntilExit(); return $0.terminationStatus == 0 } ?? false
+        return hasBrowser && hasSelenium
+    }
+
+    static func run(_ script: String, _ arguments: [String] = []) async throws -> SwoopBinary.Result {
+        try await SwoopBinary.run(
+            ["python3", "\(directory)/\(script)"] + arguments, in: NSTemporaryDirectory(), executable: "/usr/bin/env", timeout: .seconds(150)
+        )
+    }
+
+    @Test(.enabled(if: isAvailable)) func theJavaScriptUnitTestsPass() async throws {
+        let result = try await Self.run("run_js_tests.py")
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdoutLines.last?.hasPrefix("PASS: ") == true, "\(result.stdout)")
+    }
+
+    @Test(.enabled(if: isAvailable)) func aUserDrivesTheDaemonFromThePage() async throws {
+        let result = try await Self.run("page_test.py", ["--swoop", SwoopBinary.path])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdoutLines.last == "PASS: the page in Chromium", "\(result.stdout)")
+    }
+}
