@@ -65,6 +65,7 @@ let package = Package(
             name: "SwoopRPC",
             dependencies: [
                 "SwoopKit",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -81,6 +82,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             // The web page, in the binary: no build step, nothing fetched from elsewhere.
@@ -131,6 +133,6 @@ let package = Package(
         .testTarget(name: "SwoopStoreTests", dependencies: ["SwoopStore", "SwoopKit"]),
         .testTarget(name: "SwoopConsoleTests", dependencies: ["SwoopConsole", "SwoopKit"]),
         .testTarget(name: "SwoopRPCTests", dependencies: ["SwoopRPC", "SwoopKit", "SwoopTesting"]),
-        .testTarget(name: "SwoopCLITests", dependencies: ["swoop", "SwoopKit", "SwoopTesting"]),
+        .testTarget(name: "SwoopCLITests", dependencies: ["swoop", "SwoopKit", "SwoopRPC", "SwoopTesting"]),
     ]
 )

@@ -11,7 +11,7 @@ extension Aria2RPC {
         "aria2.changeUri", "aria2.changeOption", "aria2.getGlobalOption", "aria2.changeGlobalOption",
         "aria2.purgeDownloadResult", "aria2.removeDownloadResult", "aria2.getVersion", "aria2.getSessionInfo",
         "aria2.shutdown", "aria2.forceShutdown", "aria2.getGlobalStat", "aria2.saveSession", "system.multicall",
-        "system.listMethods", "system.listNotifications",
+        "system.listMethods", "system.listNotifications", "swoop.getFileLink",
     ]
     /// ``methods`` to look a call's method up in.
     static let knownMethods = Set(methods)
@@ -58,6 +58,7 @@ extension Aria2RPC {
         case "aria2.shutdown", "aria2.forceShutdown":
             shutdown(method == "aria2.forceShutdown")
             return .string("OK")
+        case "swoop.getFileLink": return try await fileLink(p)
         case "aria2.saveSession":
             // Every change is in the store already.
             return .string("OK")

@@ -32,6 +32,8 @@ public final class Aria2RPC: Sendable {
 
     let manager: DownloadManager
     let settings: Settings
+    /// Signs and checks the links to finished files.
+    public let fileLinks: FileLinks
     let sessionID: String
     /// Called by `shutdown` and `forceShutdown` after answering.
     let shutdown: @Sendable (_ force: Bool) -> Void
@@ -51,6 +53,7 @@ public final class Aria2RPC: Sendable {
     public init(manager: DownloadManager, settings: Settings, shutdown: @escaping @Sendable (_ force: Bool) -> Void) {
         self.manager = manager
         self.settings = settings
+        self.fileLinks = FileLinks(secret: settings.secret)
         self.sessionID = Download.ID.make().rawValue + Download.ID.make().rawValue
         self.shutdown = shutdown
     }

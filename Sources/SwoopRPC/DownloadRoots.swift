@@ -32,12 +32,17 @@ public struct DownloadRoots: Sendable, Hashable {
             directory = (full as NSString).deletingLastPathComponent
         }
         directory = Self.standardized(directory)
-        let real = Self.resolved(directory)
-        guard roots.contains(where: { real == $0 || real.hasPrefix($0 == "/" ? "/" : $0 + "/") }) else {
+        guard contains(directory: directory) else {
             let what = out.map { "out=\($0)" + (dir.map { " in dir=\($0)" } ?? "") } ?? "dir=\(dir ?? directory)"
             throw RPCError.method("\(what) is outside the download directories (\(roots.joined(separator: ", ")))")
         }
         return (directory, fileName)
+    }
+
+    /// Whether `directory`, with `..` and its symbolic links followed, is a root or lies inside one.
+    public func contains(directory: String) -> Bool {
+        let real = Self.resolved(Self.standardized(directory))
+        return roots.contains { real == $0 || real.hasPrefix($0 == "/" ? "/" : $0 + "/") }
     }
 
     /// `path` absolute with `.`, `..` and repeated slashes removed (no file system access).

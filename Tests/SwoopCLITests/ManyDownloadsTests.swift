@@ -200,8 +200,11 @@ struct ManyDownloadsTests: CLISuite {
         let resumedOrder = server.requests.dropFirst(sentBefore.values.reduce(0, +)).map(\.path)
         let resumedPaths = Set(resumedOrder)
         #expect(resumedPaths.isSubset(of: Set(unfinished.map { "/" + $0.split(separator: "/").last! })), "seed \(seed)")
+        // Five start at once, so their requests may reach the server in any order, and one with little
+        // left may finish and make room for the sixth before a slow-to-start one of the five asks:
+        // the first five requests come from the first seven in the saved order.
         let firstFive = Array(resumedOrder.prefix(5))
-        #expect(Set(firstFive) == Set(resumedPaths.sorted().prefix(firstFive.count)), "seed \(seed): \(firstFive)")
+        #expect(Set(firstFive).isSubset(of: Set(resumedPaths.sorted().prefix(firstFive.count + 2))), "seed \(seed): \(firstFive)")
         for name in names where !unfinished.contains(server.url("/" + name)) {
             #expect(server.requests(to: "/" + name).count == sentBefore[name], "seed \(seed): \(name) was fetched again")
         }

@@ -77,9 +77,9 @@ struct RetriesTests {
         var f = try await Fixture.make()
         defer { f.stop() }
         f.configuration.retry.maxRetries = 2
-        // Long enough for the 100,000 bytes to arrive before it on a loaded machine: each attempt then
-        // reaches exactly the stall point.
-        f.configuration.timeouts.idle = .seconds(1)
+        // Long enough for the 100,000 bytes to arrive before it on a loaded machine (the browser tests'
+        // Chromium runs beside this one): each attempt then reaches exactly the stall point.
+        f.configuration.timeouts.idle = .seconds(2)
         f.server.serve("/same.bin", Resource(body: Resource.random(size: 400_000, seed: 3), acceptRanges: false))
         f.server.setDefault("/same.bin", .stallAfter(bytes: 100_000))
         let (result, events) = await f.download(try f.request("/same.bin"))

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import browser  # noqa: E402
@@ -101,6 +102,12 @@ def item(driver, name):
     return None
 
 
+def file_link(driver, name):
+    li = item(driver, name)
+    links = li.find_elements(By.CSS_SELECTOR, ".name a[href]") if li else []
+    return links[0].get_attribute("href") if links and links[0].is_displayed() else None
+
+
 def state_of(driver, name):
     li = item(driver, name)
     return li.find_element(By.CSS_SELECTOR, ".state").text if li else None
@@ -154,6 +161,11 @@ def main():
             wait(f"{name}'s progress bar says 100", lambda: progress_of(driver, name) == 100)
             got = hashlib.sha256(open(os.path.join(out, name), "rb").read()).hexdigest()
             check(got == hashlib.sha256(FILES[name]).hexdigest(), f"{name} is byte-exact")
+        href = wait("a.bin's name links to its file", lambda: file_link(driver, "a.bin"))
+        check("token" not in href and "s3cret" not in href, f"the link carries no secret ({href})")
+        with urllib.request.urlopen(href, timeout=10) as answer:
+            check(answer.read() == FILES["a.bin"], "the link serves a.bin byte-exact")
+            check(answer.headers["Content-Disposition"].startswith("attachment;"), "as an attachment")
         driver.save_screenshot(os.path.join(args.artifacts, "1280-complete.png"))
 
         driver.find_element(By.ID, "urls").send_keys(f"{source}/slow.bin")

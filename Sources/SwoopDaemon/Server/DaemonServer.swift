@@ -8,7 +8,8 @@ import NIOCore
 import SwoopRPC
 
 /// The daemon's HTTP server, behind ``GuardHandler``: `/jsonrpc` (POST and WebSocket), the web
-/// page (`/` and `/ui/…`, ``WebPage``) and `/healthz`, nothing else. No method calls over GET, no JSONP.
+/// page (`/` and `/ui/…`, ``WebPage``), finished files for signed links (`/files/…`,
+/// ``FileServing``) and `/healthz`, nothing else. No method calls over GET, no JSONP.
 struct DaemonServer {
     struct Options: Sendable {
         var listen: ListenAddress
@@ -46,6 +47,9 @@ struct DaemonServer {
         }
         router.get("/") { _, _ in WebPage.response(for: "/") }
         router.get("/ui/:file") { request, _ in WebPage.response(for: request.uri.path) }
+        router.get("/files/:id/:name") { request, context in
+            await FileServing.response(request, id: context.parameters.get("id") ?? "", rpc: rpc)
+        }
         router.get("/healthz") { _, _ -> Response in
             // For a load balancer or a supervisor: up or not, nothing more (no token, no details).
             Response(status: .ok, headers: WebPage.plainHeaders, body: .init(byteBuffer: ByteBuffer(string: "ok\n")))

@@ -12,6 +12,9 @@ let client = null;
 let renderQueued = false;
 let refreshQueued = false;
 let stat = null;
+/** Signed links to finished files (swoop.getFileLink), by GID, with when to ask again. */
+const links = new Map();
+let linksQueued = false;
 
 function takeToken() {
   const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
@@ -147,6 +150,28 @@ function render() {
     }
   }
   $("empty").hidden = rows.length > 0;
+  if (rows.some((row) => row.state === "complete" && !freshLink(row.gid))) queueLinks(rows);
+}
+
+function freshLink(gid) {
+  const link = links.get(gid);
+  return link && link.until > Date.now() ? link.url : null;
+}
+
+/** Asks for links to the finished files shown (links last an hour; asked again after 50 minutes). */
+function queueLinks(rows) {
+  if (linksQueued || !client) return;
+  linksQueued = true;
+  const wanted = rows.filter((row) => row.state === "complete" && !freshLink(row.gid)).slice(0, 100).map((row) => row.gid);
+  client.multicall(wanted.map((gid) => ["swoop.getFileLink", gid])).then((answers) => {
+    answers.forEach((answer, index) => {
+      if (typeof answer === "string") links.set(wanted[index], { url: answer, until: Date.now() + 50 * 60 * 1000 });
+    });
+    linksQueued = false;
+    queueRender();
+  }, () => {
+    linksQueued = false;
+  });
 }
 
 function element(tag, className, text) {
@@ -161,6 +186,9 @@ function makeItem(gid) {
   li.dataset.gid = gid;
   const text = element("div");
   const name = element("div", "name");
+  const file = element("a", "file");
+  const label = element("span");
+  name.append(file, label);
   const meta = element("div", "meta");
   const state = element("span", "state");
   const numbers = element("span");
@@ -183,12 +211,22 @@ function makeItem(gid) {
   const fillBar = element("div", "bar-fill");
   track.append(fillBar);
   li.append(text, actions, track);
-  return { element: li, name, state, numbers, failure, pause, resume, remove, track, fillBar };
+  return { element: li, name, file, label, state, numbers, failure, pause, resume, remove, track, fillBar };
 }
 
 function fill(item, row) {
   item.element.className = `item state-${row.state}`;
-  item.name.textContent = row.name;
+  // A finished download's name links to its file (an attachment: the page stays).
+  const link = row.state === "complete" ? freshLink(row.gid) : null;
+  item.file.hidden = !link;
+  item.label.hidden = Boolean(link);
+  if (link) {
+    item.file.href = link;
+    item.file.textContent = row.name;
+  } else {
+    item.file.removeAttribute("href");
+    item.label.textContent = row.name;
+  }
   item.name.title = row.url;
   item.state.textContent = row.state;
   const done = percent(row.done, row.total);
