@@ -67,13 +67,14 @@ public final class Daemon: Sendable {
         serverOptions.maxConnections = options.maxConnections
         serverOptions.limits.maxBodyBytes = options.maxBodyBytes
         let events = manager.events()
-        let forwarder = EventForwarder(events: events, rpc: rpc, hub: hub, logger: logger)
+        let metrics = DaemonMetrics()
+        let forwarder = EventForwarder(events: events, rpc: rpc, hub: hub, metrics: metrics, logger: logger)
         let (secret, stateDirectory, manager, logger) = (options.secret, options.stateDirectory, manager, logger)
         // Hummingbird's own lines (its start, a refused upgrade's "error handling upgrade result")
         // only when debugging.
         var serverLogger = logger
         if logger.logLevel > .debug { serverLogger.logLevel = .critical }
-        let app = DaemonServer.make(options: serverOptions, rpc: rpc, hub: hub, logger: serverLogger) { bound in
+        let app = DaemonServer.make(options: serverOptions, rpc: rpc, hub: hub, metrics: metrics, logger: serverLogger) { bound in
             // The queue first: a client that connects may add at once.
             do {
                 _ = try await service.reconciled()
@@ -103,17 +104,20 @@ public final class Daemon: Sendable {
     }
 }
 
-/// The manager's events to aria2 notifications for every WebSocket session, and to the log.
+/// The manager's events to aria2 notifications for every WebSocket session, to the metrics and to
+/// the log.
 struct EventForwarder: Service {
     let events: DownloadEvents
     let rpc: Aria2RPC
     let hub: NotificationHub
+    let metrics: DaemonMetrics
     let logger: Logger
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
             for await event in events {
                 log(event)
+                metrics.observe(event)
                 for notification in rpc.notifications(for: event) {
                     hub.send(String(decoding: notification.json.serialized(), as: UTF8.self))
                 }

@@ -14,7 +14,7 @@ extension Aria2RPC {
         "system.listMethods", "system.listNotifications", "swoop.getFileLink",
     ]
     /// ``methods`` to look a call's method up in.
-    static let knownMethods = Set(methods)
+    public static let knownMethods = Set(methods)
 
     func perform(_ method: String, _ p: Parameters) async throws -> JSONValue {
         switch method {

@@ -30,7 +30,7 @@ public final class Aria2RPC: Sendable {
         "aria2.onDownloadError", "aria2.onBtDownloadComplete",
     ]
 
-    let manager: DownloadManager
+    public let manager: DownloadManager
     let settings: Settings
     /// Signs and checks the links to finished files.
     public let fileLinks: FileLinks
@@ -174,6 +174,12 @@ public final class Aria2RPC: Sendable {
             return false
         }
         return true
+    }
+
+    /// Whether `text` is the secret (compared in constant time): for `/metrics`, whose scrapers
+    /// send it as a bearer token.
+    public func isSecret(_ text: String) -> Bool {
+        Self.constantTimeEqual(text, settings.secret)
     }
 
     /// Whether the call's first parameter is `token:SECRET`.

@@ -9,7 +9,7 @@ import SwoopRPC
 
 /// The daemon's HTTP server, behind ``GuardHandler``: `/jsonrpc` (POST and WebSocket), the web
 /// page (`/` and `/ui/…`, ``WebPage``), finished files for signed links (`/files/…`,
-/// ``FileServing``) and `/healthz`, nothing else. No method calls over GET, no JSONP.
+/// ``FileServing``), `/metrics` (``DaemonMetrics``, with the secret) and `/healthz`, nothing else. No method calls over GET, no JSONP.
 struct DaemonServer {
     struct Options: Sendable {
         var listen: ListenAddress
@@ -23,11 +23,11 @@ struct DaemonServer {
 
     /// The application; `onRunning` is given the address it is bound to (the port chosen for 0).
     static func make(
-        options: Options, rpc: Aria2RPC, hub: NotificationHub, logger: Logger,
+        options: Options, rpc: Aria2RPC, hub: NotificationHub, metrics: DaemonMetrics, logger: Logger,
         onRunning: @escaping @Sendable (ListenAddress) async -> Void
     ) -> some ApplicationProtocol {
         let rules = NIOLockedValueBox(RequestGuard(listen: options.listen, allowHosts: options.allowHosts, allowOrigins: options.allowOrigins))
-        let endpoint = JSONRPCEndpoint(rpc: rpc, hub: hub, maxMessageBytes: options.limits.maxBodyBytes)
+        let endpoint = JSONRPCEndpoint(rpc: rpc, hub: hub, maxMessageBytes: options.limits.maxBodyBytes, metrics: metrics)
 
         let router = Router()
         router.post("/jsonrpc") { request, context in
@@ -49,6 +49,19 @@ struct DaemonServer {
         router.get("/ui/:file") { request, _ in WebPage.response(for: request.uri.path) }
         router.get("/files/:id/:name") { request, context in
             await FileServing.response(request, id: context.parameters.get("id") ?? "", rpc: rpc)
+        }
+        router.get("/metrics") { request, _ -> Response in
+            // Prometheus sends the secret as a bearer token (`authorization: {credentials: …}`).
+            let given = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            guard let given, rpc.isSecret(given) else {
+                var headers = WebPage.plainHeaders
+                headers[.wwwAuthenticate] = "Bearer"
+                return Response(status: .unauthorized, headers: headers,
+                                body: .init(byteBuffer: ByteBuffer(string: "send the RPC secret as Authorization: Bearer SECRET\n")))
+            }
+            var headers = WebPage.plainHeaders
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: await metrics.render(manager: rpc.manager))))
         }
         router.get("/healthz") { _, _ -> Response in
             // For a load balancer or a supervisor: up or not, nothing more (no token, no details).

@@ -4,7 +4,8 @@ import NIOCore
 import ServiceLifecycle
 import SwoopRPC
 
-/// `/jsonrpc` over HTTP POST and over a WebSocket: bytes in, ``Aria2RPC`` answers out.
+/// `/jsonrpc` over HTTP POST and over a WebSocket: bytes in, ``Aria2RPC`` answers out (counted and
+/// timed in ``DaemonMetrics``).
 ///
 /// A refused token is answered after ``unauthorizedDelay``, as aria2 does, so that guessing the
 /// secret is slow; the wait is a timer, not a busy loop.
@@ -14,13 +15,16 @@ struct JSONRPCEndpoint: Sendable {
     let rpc: Aria2RPC
     let hub: NotificationHub
     let maxMessageBytes: Int
+    let metrics: DaemonMetrics
 
     /// The answer to a request body: one JSON response (with aria2's HTTP status for it) or a
     /// batch's array (200).
     func answer(_ body: some Collection<UInt8>) async -> (status: Int, json: [UInt8]) {
+        let started = ContinuousClock.now
         let request = RPCRequest.parse(body)
         let attempt = Aria2RPC.Attempt()
         let responses = await rpc.answer(request, attempt: attempt)
+        metrics.recordCall(methods: request.methods, duration: ContinuousClock.now - started)
         // Any refused token, in a batch or a multicall too.
         if attempt.wasRefused {
             try? await Task.sleep(for: Self.unauthorizedDelay)
@@ -68,6 +72,16 @@ struct JSONRPCEndpoint: Sendable {
                     try await outbound.write(.text(String(decoding: json, as: UTF8.self)))
                 }
             }
+        }
+    }
+}
+
+extension RPCRequest {
+    /// The methods of its calls, in order ("unknown" for a call that could not be read).
+    var methods: [String] {
+        switch self {
+        case .single(let call): [(try? call.get())?.method ?? "unknown"]
+        case .batch(let calls): calls.map { (try? $0.get())?.method ?? "unknown" }
         }
     }
 }
