@@ -28,3 +28,37 @@ extension Aria2RPC {
         return (path, (path as NSString).lastPathComponent)
     }
 }
+
+// MARK: - Details for the page
+
+extension Aria2RPC {
+    /// `swoop.getDetails(token, gid)`: what the page's detail view shows beyond aria2's status: the
+    /// sources, the file, its validators, its segments, the retry under way and the last error.
+    /// Request headers are left out: they may hold credentials.
+    func details(_ p: Parameters) async throws -> JSONValue {
+        let details = try await manager.details(id: try await p.gid(0, among: try await allIDs()))
+        let (record, download) = (details.record, details.download)
+        var object: [String: JSONValue] = [
+            "gid": .string(record.id.rawValue),
+            "state": .string(download.state.rawValue),
+            "url": .string(record.url),
+            "mirrors": .array(record.mirrors.map(JSONValue.string)),
+            "path": record.destinationPath.map(JSONValue.string) ?? .null,
+            "totalLength": record.totalBytes.map { .decimal($0) } ?? .null,
+            "completedLength": .decimal(download.completedBytes),
+            "etag": record.etag.map(JSONValue.string) ?? .null,
+            "lastModified": record.lastModified.map(JSONValue.string) ?? .null,
+            "checksum": record.checksum.map(JSONValue.string) ?? .null,
+            "lastError": record.lastError.map(JSONValue.string) ?? .null,
+            "createdAt": .double(record.createdAt.timeIntervalSince1970),
+            "updatedAt": .double(record.updatedAt.timeIntervalSince1970),
+            "segments": .array((record.segments ?? []).map { segment in
+                .object(["start": .decimal(segment.start), "end": .decimal(segment.end), "written": .decimal(segment.written)])
+            }),
+        ]
+        if let retry = download.retry {
+            object["retry"] = .object(["attempt": .decimal(retry.attempt), "maxRetries": .decimal(retry.maxRetries), "reason": .string(retry.reason)])
+        }
+        return .object(object)
+    }
+}

@@ -11,7 +11,7 @@ extension Aria2RPC {
         "aria2.changeUri", "aria2.changeOption", "aria2.getGlobalOption", "aria2.changeGlobalOption",
         "aria2.purgeDownloadResult", "aria2.removeDownloadResult", "aria2.getVersion", "aria2.getSessionInfo",
         "aria2.shutdown", "aria2.forceShutdown", "aria2.getGlobalStat", "aria2.saveSession", "system.multicall",
-        "system.listMethods", "system.listNotifications", "swoop.getFileLink",
+        "system.listMethods", "system.listNotifications", "swoop.getFileLink", "swoop.getDetails", "swoop.removeWithFile",
     ]
     /// ``methods`` to look a call's method up in.
     public static let knownMethods = Set(methods)
@@ -59,6 +59,12 @@ extension Aria2RPC {
             shutdown(method == "aria2.forceShutdown")
             return .string("OK")
         case "swoop.getFileLink": return try await fileLink(p)
+        case "swoop.getDetails": return try await details(p)
+        case "swoop.removeWithFile":
+            // Stops it if running and forgets it, with its part file, or its finished file if unchanged.
+            let id = try await p.gid(0, among: try await allIDs())
+            try await manager.remove(id, deletingFile: true)
+            return .string(id.rawValue)
         case "aria2.saveSession":
             // Every change is in the store already.
             return .string("OK")

@@ -6,7 +6,7 @@ import Testing
 /// `/healthz` without a token; the daemon's Host and Origin rules for all of them.
 @Suite("swoop daemon: the web page's files and /healthz (the binary)", .timeLimit(.minutes(2)))
 struct WebPageServingTests {
-    static let pageFiles = ["/", "/ui/style.css", "/ui/app.js", "/ui/format.js", "/ui/model.js", "/ui/rpc.js"]
+    static let pageFiles = ["/", "/ui/style.css", "/ui/app.js", "/ui/format.js", "/ui/model.js", "/ui/rpc.js", "/ui/listview.js", "/ui/details.js"]
 
     static func get(_ path: String, port: Int, headers: [String] = [], host: String? = nil) -> [UInt8] {
         let head = (["GET \(path) HTTP/1.1", "Host: \(host ?? "127.0.0.1:\(port)")", "Connection: close"] + headers)

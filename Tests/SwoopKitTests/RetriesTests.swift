@@ -88,8 +88,12 @@ struct RetriesTests {
             return
         }
         #expect(error.code == .timeout)
-        #expect(f.server.requests(to: "/same.bin").count == 3)
-        #expect(events.filter { if case .notice(_, let text) = $0 { text.contains("retrying in") } else { false } }.count == 2)
+        // Two retries after the first attempt. On a loaded machine one attempt may time out short of
+        // the stall point; the next then gets further, which earns the budget back once (seen with
+        // Chromium beside this test): one more request, never an endless loop.
+        let requests = f.server.requests(to: "/same.bin").count
+        #expect((3...4).contains(requests))
+        #expect(events.filter { if case .notice(_, let text) = $0 { text.contains("retrying in") } else { false } }.count == requests - 1)
         #expect(events.last.map { if case .failed = $0 { true } else { false } } == true)
     }
 

@@ -1,4 +1,4 @@
-import { DownloadList, row } from "/ui/model.js";
+import { DownloadList, SpeedHistory, page, row } from "/ui/model.js";
 import { equal, ok, test } from "./harness.js";
 
 function status(gid, state, extra = {}) {
@@ -66,4 +66,26 @@ test("ten thousand downloads: replace and view stay quick", () => {
   const took = performance.now() - started;
   equal(rows.length, 111);
   ok(took < 500, `under 500 ms (took ${took.toFixed(0)} ms)`);
+});
+
+test("page: bounds kept in range", () => {
+  equal(page(0, 0, 100), { index: 0, pages: 1, start: 0, end: 0 });
+  equal(page(250, 1, 100), { index: 1, pages: 3, start: 100, end: 200 });
+  equal(page(250, 9, 100), { index: 2, pages: 3, start: 200, end: 250 }, "past the end: the last page");
+  equal(page(250, -3, 100).index, 0);
+  equal(page(100, 1, 100).index, 0, "exactly one page");
+});
+
+test("speed history: newest last, the fastest at the top, bounded", () => {
+  const history = new SpeedHistory(3);
+  equal(history.points(300, 60), "");
+  history.add(0);
+  history.add(50);
+  history.add(100);
+  history.add("200");
+  equal(history.samples, [50, 100, 200]);
+  equal(history.points(300, 60), "0.0,45.0 150.0,30.0 300.0,0.0");
+  const short = new SpeedHistory(5);
+  short.add(10);
+  equal(short.points(100, 10), "100.0,0.0", "a lone sample sits at the right edge");
 });

@@ -108,6 +108,13 @@ def file_link(driver, name):
     return links[0].get_attribute("href") if links and links[0].is_displayed() else None
 
 
+def rpc(page, method, *params):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": ["token:s3cret", *params]}).encode()
+    request = urllib.request.Request(f"{page}/jsonrpc", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.load(answer)["result"]
+
+
 def state_of(driver, name):
     li = item(driver, name)
     return li.find_element(By.CSS_SELECTOR, ".state").text if li else None
@@ -183,8 +190,28 @@ def main():
         check(any(name == "slow.bin" and not header.startswith("bytes=0-") for name, header in ranges_seen),
               f"the resume asked for the rest with a Range ({[h for n, h in ranges_seen if n == 'slow.bin']})")
 
-        item(driver, "b.bin").find_element(By.CSS_SELECTOR, "button[aria-label='Remove b.bin']").click()
+        item(driver, "slow.bin").find_element(By.CSS_SELECTOR, "button[aria-label='Details of slow.bin']").click()
+        dialog = driver.find_element(By.ID, "details")
+        wait("the details show the URL and the ETag", lambda: dialog.is_displayed() and f"{source}/slow.bin" in dialog.text and "ETag" in dialog.text)
+        driver.save_screenshot(os.path.join(args.artifacts, "1280-details.png"))
+        driver.find_element(By.ID, "details-close").click()
+
+        # Removed with its file, through the selection.
+        item(driver, "b.bin").find_element(By.CSS_SELECTOR, "input[aria-label='Select b.bin']").click()
+        driver.find_element(By.ID, "with-files").click()
+        driver.find_element(By.ID, "remove-selected").click()
         wait("b.bin leaves the list", lambda: item(driver, "b.bin") is None)
+        wait("b.bin's file is deleted", lambda: not os.path.exists(os.path.join(out, "b.bin")))
+        check(os.path.exists(os.path.join(out, "a.bin")), "a.bin's file stays")
+
+        # The global limits, changed live.
+        for field, value in (("max-concurrent", "2"), ("max-speed", "500K")):
+            box = driver.find_element(By.ID, field)
+            box.clear()
+            box.send_keys(value)
+        driver.find_element(By.XPATH, "//button[normalize-space()='Apply limits']").click()
+        wait("the daemon took the new limits", lambda: (lambda o: o.get("max-concurrent-downloads") == "2" and o.get("max-overall-download-limit") == "512000")(rpc(page, "aria2.getGlobalOption")))
+        wait("the page shows them", lambda: driver.find_element(By.ID, "max-speed").get_attribute("value") == "512000")
 
         check(fits(driver), "nothing overflows 1280 px")
         driver.set_window_size(360, 800)

@@ -18,6 +18,8 @@ enum WebPage {
         "/ui/format.js": File(bytes: PackageResources.format_js, contentType: "text/javascript; charset=utf-8"),
         "/ui/model.js": File(bytes: PackageResources.model_js, contentType: "text/javascript; charset=utf-8"),
         "/ui/rpc.js": File(bytes: PackageResources.rpc_js, contentType: "text/javascript; charset=utf-8"),
+        "/ui/listview.js": File(bytes: PackageResources.listview_js, contentType: "text/javascript; charset=utf-8"),
+        "/ui/details.js": File(bytes: PackageResources.details_js, contentType: "text/javascript; charset=utf-8"),
     ]
 
     static let contentSecurityPolicy = [

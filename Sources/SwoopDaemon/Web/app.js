@@ -1,27 +1,47 @@
-// The page: connects with the secret, shows the downloads and steers them. The logic it relies on
-// lives in format.js, model.js and rpc.js (tested on their own); this file is the DOM around them.
-import { bytes, eta, percent, rate } from "./format.js";
-import { DownloadList } from "./model.js";
+// The page: connects with the secret, shows the downloads and steers them. Its parts: format.js,
+// model.js and rpc.js (logic, tested on their own), listview.js (the rows), details.js (one
+// download); this file connects them to the daemon and to the controls.
+import { rate } from "./format.js";
+import { DownloadList, SpeedHistory } from "./model.js";
 import { RPCClient, RPCError, socketURL } from "./rpc.js";
+import { ListView } from "./listview.js";
+import { showDetails } from "./details.js";
 
 const $ = (id) => document.getElementById(id);
 const keys = ["gid", "status", "totalLength", "completedLength", "downloadSpeed", "connections", "errorMessage", "errorCode", "dir", "files"];
 const list = new DownloadList();
-const items = new Map();
+const speeds = new SpeedHistory(300);
+/** Signed links to finished files (swoop.getFileLink), by GID, with when to ask again. */
+const links = new Map();
+/** What this page saw happen to each download: [{at, text}]. */
+const history = new Map();
 let client = null;
 let renderQueued = false;
 let refreshQueued = false;
-let stat = null;
-/** Signed links to finished files (swoop.getFileLink), by GID, with when to ask again. */
-const links = new Map();
 let linksQueued = false;
+let stat = null;
+
+const view = new ListView(
+  {
+    list: $("list"), empty: $("empty"), pageInfo: $("page-info"), previous: $("previous-page"), next: $("next-page"),
+    selectAll: $("select-all"), selectedCount: $("selected-count"),
+  },
+  {
+    changed: () => queueRender(),
+    act: (method, gid) => act([[method, gid]]),
+    remove: (gids, withFiles) => remove(gids, withFiles),
+    move: (gid, by) => act([["aria2.changePosition", gid, by, "POS_CUR"]]),
+    details: (gid) => openDetails(gid),
+    link: (gid) => freshLink(gid),
+  },
+);
 
 function takeToken() {
   const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
   if (match) {
     sessionStorage.setItem("swoop.token", decodeURIComponent(match[1]));
     // The secret does not stay in the address bar (nor in the history).
-    history.replaceState(null, "", location.pathname + location.search);
+    window.history.replaceState(null, "", location.pathname + location.search);
   }
   return sessionStorage.getItem("swoop.token");
 }
@@ -59,11 +79,16 @@ async function connect(token) {
     }
     return;
   }
+  if (client !== attempt) return;
   $("login").hidden = true;
   $("app").hidden = false;
   $("connection").textContent = "Connected";
-  if (client !== attempt) return;
-  attempt.onNotification = () => queueRefresh();
+  attempt.onNotification = (method, params) => {
+    const gid = params[0] && params[0].gid;
+    if (gid) note(gid, method.replace("aria2.onDownload", "").toLowerCase());
+    if (method === "aria2.onDownloadComplete" && gid) notifyComplete(gid);
+    queueRefresh();
+  };
   attempt.onClose = () => {
     if (client !== attempt) return;
     $("connection").textContent = "Connection lost; reconnecting…";
@@ -71,7 +96,20 @@ async function connect(token) {
       if (client === attempt) connect(token);
     }, 1000);
   };
-  await refresh();
+  await Promise.all([refresh(), loadLimits()]);
+}
+
+function note(gid, text) {
+  const entries = history.get(gid) || [];
+  entries.push({ at: new Date(), text });
+  if (entries.length > 50) entries.shift();
+  history.set(gid, entries);
+}
+
+function notifyComplete(gid) {
+  if (!("Notification" in window) || Notification.permission !== "granted" || document.visibilityState === "visible") return;
+  const row = list.rows.get(gid);
+  new Notification("Download complete", { body: row ? row.name : gid });
 }
 
 function queueRefresh() {
@@ -87,12 +125,12 @@ async function refresh() {
   if (!client) return;
   try {
     const [active, waiting, stopped, global] = await client.multicall([
-      ["aria2.tellActive", keys], ["aria2.tellWaiting", 0, 1000, keys], ["aria2.tellStopped", 0, 1000, keys], ["aria2.getGlobalStat"],
+      ["aria2.tellActive", keys], ["aria2.tellWaiting", 0, 100000, keys], ["aria2.tellStopped", 0, 100000, keys], ["aria2.getGlobalStat"],
     ]);
     for (const answer of [active, waiting, stopped]) if (answer instanceof Error) throw answer;
-    stat = global instanceof Error ? null : global;
+    stat = global instanceof Error ? stat : global;
     if (list.replace([...active, ...waiting, ...stopped])) queueRender();
-    else renderTotals();
+    else renderGlobal();
   } catch (error) {
     $("connection").textContent = `Cannot list the downloads: ${error.message}`;
   }
@@ -103,9 +141,12 @@ async function pollActive() {
   if (!client || $("app").hidden) return;
   try {
     const [active, global] = await client.multicall([["aria2.tellActive", keys], ["aria2.getGlobalStat"]]);
+    if (!(global instanceof Error)) {
+      stat = global;
+      speeds.add(global.downloadSpeed);
+    }
     if (!(active instanceof Error) && list.update(active)) queueRender();
-    if (!(global instanceof Error)) stat = global;
-    renderTotals();
+    else renderGlobal();
   } catch {
     // The connection's own handler reports a lost daemon.
   }
@@ -120,37 +161,20 @@ function queueRender() {
   });
 }
 
-function renderTotals() {
+function renderGlobal() {
   if (!stat) return;
-  $("totals").textContent = `${rate(stat.downloadSpeed)} · ${stat.numActive} active · ${stat.numWaiting} waiting · ${stat.numStopped} stopped`;
+  $("speed").textContent = rate(stat.downloadSpeed);
+  $("graph-line").setAttribute("points", speeds.points(300, 60));
+  const counts = list.counts();
+  $("counts").textContent = ["active", "waiting", "paused", "complete", "error", "removed"]
+    .map((state) => `${counts[state] || 0} ${state === "error" ? "failed" : state}`).join(" · ");
 }
 
 function render() {
-  renderTotals();
-  const rows = list.view({ state: $("filter").value, search: $("search").value });
-  const ul = $("list");
-  const shown = new Set();
-  let previous = null;
-  for (const row of rows) {
-    shown.add(row.gid);
-    let item = items.get(row.gid);
-    if (!item) {
-      item = makeItem(row.gid);
-      items.set(row.gid, item);
-    }
-    fill(item, row);
-    const next = previous ? previous.nextSibling : ul.firstChild;
-    if (next !== item.element) ul.insertBefore(item.element, next);
-    previous = item.element;
-  }
-  for (const [gid, item] of items) {
-    if (!shown.has(gid)) {
-      item.element.remove();
-      if (!list.rows.has(gid)) items.delete(gid);
-    }
-  }
-  $("empty").hidden = rows.length > 0;
-  if (rows.some((row) => row.state === "complete" && !freshLink(row.gid))) queueLinks(rows);
+  renderGlobal();
+  const rows = list.view({ state: $("filter").value, search: $("search").value, sort: $("sort").value });
+  view.render(rows, list.rows);
+  if (view.shown.some((row) => row.state === "complete" && !freshLink(row.gid))) queueLinks(view.shown);
 }
 
 function freshLink(gid) {
@@ -162,7 +186,7 @@ function freshLink(gid) {
 function queueLinks(rows) {
   if (linksQueued || !client) return;
   linksQueued = true;
-  const wanted = rows.filter((row) => row.state === "complete" && !freshLink(row.gid)).slice(0, 100).map((row) => row.gid);
+  const wanted = rows.filter((row) => row.state === "complete" && !freshLink(row.gid)).map((row) => row.gid);
   client.multicall(wanted.map((gid) => ["swoop.getFileLink", gid])).then((answers) => {
     answers.forEach((answer, index) => {
       if (typeof answer === "string") links.set(wanted[index], { url: answer, until: Date.now() + 50 * 60 * 1000 });
@@ -174,120 +198,78 @@ function queueLinks(rows) {
   });
 }
 
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function makeItem(gid) {
-  const li = element("li", "item");
-  li.dataset.gid = gid;
-  const text = element("div");
-  const name = element("div", "name");
-  const file = element("a", "file");
-  const label = element("span");
-  name.append(file, label);
-  const meta = element("div", "meta");
-  const state = element("span", "state");
-  const numbers = element("span");
-  const failure = element("div", "failure");
-  meta.append(state, numbers);
-  text.append(name, meta, failure);
-  const actions = element("div", "actions");
-  const pause = element("button", "", "Pause");
-  const resume = element("button", "", "Resume");
-  const remove = element("button", "", "Remove");
-  for (const button of [pause, resume, remove]) button.type = "button";
-  pause.addEventListener("click", () => act("aria2.pause", gid));
-  resume.addEventListener("click", () => act("aria2.unpause", gid));
-  remove.addEventListener("click", () => removeDownload(gid));
-  actions.append(pause, resume, remove);
-  const track = element("div", "bar-track");
-  track.setAttribute("role", "progressbar");
-  track.setAttribute("aria-valuemin", "0");
-  track.setAttribute("aria-valuemax", "100");
-  const fillBar = element("div", "bar-fill");
-  track.append(fillBar);
-  li.append(text, actions, track);
-  return { element: li, name, file, label, state, numbers, failure, pause, resume, remove, track, fillBar };
-}
-
-function fill(item, row) {
-  item.element.className = `item state-${row.state}`;
-  // A finished download's name links to its file (an attachment: the page stays).
-  const link = row.state === "complete" ? freshLink(row.gid) : null;
-  item.file.hidden = !link;
-  item.label.hidden = Boolean(link);
-  if (link) {
-    item.file.href = link;
-    item.file.textContent = row.name;
-  } else {
-    item.file.removeAttribute("href");
-    item.label.textContent = row.name;
-  }
-  item.name.title = row.url;
-  item.state.textContent = row.state;
-  const done = percent(row.done, row.total);
-  const parts = [row.total > 0 ? `${bytes(row.done)} of ${bytes(row.total)}` : bytes(row.done)];
-  if (row.state === "active") parts.push(rate(row.speed), `ETA ${eta(row.done, row.total, row.speed)}`, `${row.connections} conn.`);
-  item.numbers.textContent = ` · ${parts.join(" · ")}`;
-  item.failure.textContent = row.state === "error" ? row.error : "";
-  item.pause.hidden = !(row.state === "active" || row.state === "waiting");
-  item.resume.hidden = row.state !== "paused";
-  item.pause.setAttribute("aria-label", `Pause ${row.name}`);
-  item.resume.setAttribute("aria-label", `Resume ${row.name}`);
-  item.remove.setAttribute("aria-label", `Remove ${row.name}`);
-  item.track.setAttribute("aria-label", `Progress of ${row.name}`);
-  if (done === null) item.track.removeAttribute("aria-valuenow");
-  else item.track.setAttribute("aria-valuenow", String(done));
-  item.fillBar.style.width = `${done ?? 0}%`;
-}
-
-async function act(method, gid) {
+/** Runs calls in one message; the first error is shown. */
+async function act(calls) {
   try {
-    await client.call(method, gid);
+    const answers = await client.multicall(calls);
+    const failed = answers.find((answer) => answer instanceof Error);
+    if (failed) $("connection").textContent = failed.message;
   } catch (error) {
     $("connection").textContent = error.message;
   }
   queueRefresh();
 }
 
-async function removeDownload(gid) {
-  const row = list.rows.get(gid);
-  const stopped = row && (row.state === "complete" || row.state === "error" || row.state === "removed");
-  await act(stopped ? "aria2.removeDownloadResult" : "aria2.remove", gid);
+/** Removes downloads: running ones are stopped; finished results forgotten; with their files, those too. */
+function remove(gids, withFiles) {
+  const calls = gids.map((gid) => {
+    if (withFiles) return ["swoop.removeWithFile", gid];
+    const row = list.rows.get(gid);
+    const stopped = row && (row.state === "complete" || row.state === "error" || row.state === "removed");
+    return [stopped ? "aria2.removeDownloadResult" : "aria2.remove", gid];
+  });
+  for (const gid of gids) view.selected.delete(gid);
+  return act(calls);
+}
+
+async function openDetails(gid) {
+  try {
+    showDetails($("details"), await client.call("swoop.getDetails", gid), history.get(gid) || []);
+  } catch (error) {
+    $("connection").textContent = error.message;
+  }
+}
+
+async function loadLimits() {
+  try {
+    const options = await client.call("aria2.getGlobalOption");
+    $("max-concurrent").value = options["max-concurrent-downloads"] || "";
+    $("max-speed").value = options["max-overall-download-limit"] || "0";
+  } catch (error) {
+    $("limits-error").textContent = error.message;
+  }
+}
+
+async function applyLimits(event) {
+  event.preventDefault();
+  const options = {};
+  if ($("max-concurrent").value.trim()) options["max-concurrent-downloads"] = $("max-concurrent").value.trim();
+  if ($("max-speed").value.trim()) options["max-overall-download-limit"] = $("max-speed").value.trim();
+  try {
+    await client.call("aria2.changeGlobalOption", options);
+    $("limits-error").textContent = "";
+    await loadLimits();
+  } catch (error) {
+    $("limits-error").textContent = error.message;
+  }
 }
 
 async function add(event) {
   event.preventDefault();
   const urls = $("urls").value.split("\n").map((line) => line.trim()).filter((line) => line.length > 0);
-  const options = {};
-  const dir = $("add-dir").value.trim();
-  const out = $("add-out").value.trim();
-  const split = $("add-split").value.trim();
-  const limit = $("add-limit").value.trim();
-  const checksum = $("add-checksum").value.trim();
+  const value = (id) => $(id).value.trim();
   const headers = $("add-headers").value.split("\n").map((line) => line.trim()).filter((line) => line.length > 0);
-  if (out && urls.length > 1) {
+  if (value("add-out") && urls.length > 1) {
     $("add-error").textContent = "A file name applies to one URL only.";
     return;
   }
-  if (dir) options.dir = dir;
-  if (out) options.out = out;
-  if (split) options.split = split;
-  if (limit) options["max-download-limit"] = limit;
-  if (checksum) options.checksum = checksum;
-  if (headers.length > 0) options.header = headers;
-  const failures = [];
-  for (const url of urls) {
-    try {
-      await client.call("aria2.addUri", [url], options);
-    } catch (error) {
-      failures.push(`${url}: ${error.message}`);
-    }
+  const options = {};
+  for (const [id, name] of [["add-dir", "dir"], ["add-out", "out"], ["add-split", "split"], ["add-limit", "max-download-limit"], ["add-checksum", "checksum"]]) {
+    if (value(id)) options[name] = value(id);
   }
+  if (headers.length > 0) options.header = headers;
+  const answers = await client.multicall(urls.map((url) => ["aria2.addUri", [url], options])).catch((error) => urls.map(() => error));
+  const failures = answers.map((answer, index) => (answer instanceof Error ? `${urls[index]}: ${answer.message}` : null)).filter(Boolean);
   $("add-error").textContent = failures.join("\n");
   if (failures.length === 0) $("urls").value = "";
   queueRefresh();
@@ -297,11 +279,19 @@ $("login").addEventListener("submit", (event) => {
   event.preventDefault();
   const token = $("token").value;
   sessionStorage.setItem("swoop.token", token);
+  if ("Notification" in window && Notification.permission === "default") Notification.requestPermission();
   connect(token);
 });
 $("add").addEventListener("submit", add);
-$("filter").addEventListener("change", queueRender);
-$("search").addEventListener("input", queueRender);
+$("limits").addEventListener("submit", applyLimits);
+$("pause-all").addEventListener("click", () => act([["aria2.pauseAll"]]));
+$("resume-all").addEventListener("click", () => act([["aria2.unpauseAll"]]));
+$("pause-selected").addEventListener("click", () => act([...view.selected].map((gid) => ["aria2.pause", gid])));
+$("resume-selected").addEventListener("click", () => act([...view.selected].map((gid) => ["aria2.unpause", gid])));
+$("remove-selected").addEventListener("click", () => remove([...view.selected], $("with-files").checked));
+$("details-close").addEventListener("click", () => $("details").close());
+for (const id of ["filter", "sort"]) $(id).addEventListener("change", () => { view.pageIndex = 0; queueRender(); });
+$("search").addEventListener("input", () => { view.pageIndex = 0; queueRender(); });
 setInterval(pollActive, 1000);
 setInterval(refresh, 5000);
 

@@ -122,3 +122,35 @@ function sameRow(a, b) {
   for (const key of Object.keys(a)) if (a[key] !== b[key]) return false;
   return true;
 }
+
+/**
+ * Page `index` (from 0) of `count` rows, `size` per page, kept in range: the page shown, how
+ * many pages there are and the rows' bounds ([start, end)).
+ */
+export function page(count, index, size) {
+  const pages = Math.max(1, Math.ceil(count / size));
+  const shown = Math.min(Math.max(0, index), pages - 1);
+  return { index: shown, pages, start: shown * size, end: Math.min(count, (shown + 1) * size) };
+}
+
+/** The speeds of the last `length` seconds, for the graph: newest last. */
+export class SpeedHistory {
+  constructor(length = 300) {
+    this.length = length;
+    this.samples = [];
+  }
+
+  add(speed) {
+    this.samples.push(Math.max(0, Number(speed) || 0));
+    if (this.samples.length > this.length) this.samples.splice(0, this.samples.length - this.length);
+  }
+
+  /** SVG polyline points in a `width` × `height` box, the fastest sample at the top. */
+  points(width, height) {
+    if (this.samples.length === 0) return "";
+    const top = Math.max(1, ...this.samples);
+    const step = width / Math.max(1, this.length - 1);
+    const offset = this.length - this.samples.length;
+    return this.samples.map((speed, index) => `${((offset + index) * step).toFixed(1)},${(height - (speed / top) * height).toFixed(1)}`).join(" ");
+  }
+}
