@@ -107,18 +107,23 @@ def hammer(rpc, method, params, seconds):
     }
 
 
+def add_many(rpc, url, count, tool="swoop"):
+    """Adds `count` downloads of `url` (`?n=N`, each its own `out`) in JSON-RPC batches of BATCH."""
+    for first in range(0, count, BATCH):
+        batch = [{"jsonrpc": "2.0", "id": n, "method": "aria2.addUri",
+                  "params": [f"token:{SECRET}", [f"{url}?n={n}"], {"out": f"f{n}.bin"}]}
+                 for n in range(first, min(count, first + BATCH))]
+        replies = rpc.post(batch)
+        failed = [r for r in replies if "error" in r]
+        if failed:
+            sys.exit(f"bench-daemon: {tool}: addUri failed: {failed[0]['error']}")
+
+
 def measure(tool, swoop, url, count, seconds, work):
     process, rpc = start_daemon(tool, swoop, work)
     try:
         started = time.monotonic()
-        for first in range(0, count, BATCH):
-            batch = [{"jsonrpc": "2.0", "id": n, "method": "aria2.addUri",
-                      "params": [f"token:{SECRET}", [f"{url}?n={n}"], {"out": f"f{n}.bin"}]}
-                     for n in range(first, min(count, first + BATCH))]
-            replies = rpc.post(batch)
-            failed = [r for r in replies if "error" in r]
-            if failed:
-                sys.exit(f"bench-daemon: {tool}: addUri failed: {failed[0]['error']}")
+        add_many(rpc, url, count, tool)
         add = time.monotonic() - started
         stat = rpc.call("aria2.getGlobalStat")
         if int(stat["numActive"]) + int(stat["numWaiting"]) != count:

@@ -11,7 +11,8 @@ each run: the daemon's CPU over `--seconds` with no page open; headless Chromium
 (Debian's chromium and chromium-driver, Selenium) and the script measures, in the browser with the
 Performance API: the first render (from navigation start until the first page of rows is in the
 list), and over `--seconds` of live updates the frame intervals (requestAnimationFrame, p50, p95,
-max) and long tasks; with the daemon's CPU over the same seconds. Prints a Markdown table (medians
+max: 16.7 ms is every frame at 60 Hz), the time the page's own frame callbacks take (its renders,
+p95 and max) and long tasks (over 50 ms); with the daemon's CPU over the same seconds. Prints a Markdown table (medians
 over the runs) on stdout; progress on stderr.
 """
 
@@ -36,7 +37,13 @@ spec.loader.exec_module(bench_daemon)
 
 # Runs in the page before its own scripts: when the first row appears, and every frame after.
 PROBE = """
-window.__bench = { firstRow: null, frames: [], longTasks: [] };
+window.__bench = { firstRow: null, frames: [], longTasks: [], renders: [], raf: window.requestAnimationFrame.bind(window) };
+// The page's own frame callbacks (its renders), timed.
+window.requestAnimationFrame = (callback) => window.__bench.raf((time) => {
+  const started = performance.now();
+  callback(time);
+  window.__bench.renders.push(performance.now() - started);
+});
 new MutationObserver((changes, observer) => {
   const list = document.getElementById("list");
   if (list && list.children.length > 0 && window.__bench.firstRow === null) {
@@ -56,15 +63,17 @@ const done = arguments[arguments.length - 1];
 const seconds = arguments[0];
 const frames = [];
 let last = null;
+const renders = window.__bench.renders.length;
 const end = performance.now() + seconds * 1000;
 function tick(now) {
   if (last !== null) frames.push(now - last);
   last = now;
-  if (now < end) requestAnimationFrame(tick);
-  else done({ frames, longTasks: window.__bench.longTasks, rows: document.querySelectorAll("#list li").length,
+  if (now < end) window.__bench.raf(tick);
+  else done({ frames, longTasks: window.__bench.longTasks, renders: window.__bench.renders.slice(renders),
+              rows: document.querySelectorAll("#list li").length,
               info: document.getElementById("page-info").textContent });
 }
-requestAnimationFrame(tick);
+window.__bench.raf(tick);
 """
 
 
@@ -106,7 +115,9 @@ def measure(process, page, count, seconds):
         if not result["info"].endswith(f"of {count}"):
             sys.exit(f"bench-page: the page shows {result['info']!r}, not {count} downloads")
         frames = result["frames"]
+        renders = result["renders"] or [0.0]
         return {"first": first, "p50": percentile(frames, 0.5), "p95": percentile(frames, 0.95), "max": max(frames),
+                "render_p95": percentile(renders, 0.95), "render_max": max(renders), "renders": len(result["renders"]),
                 "long": len(result["longTasks"]), "rows": result["rows"], "idle_cpu": idle, "open_cpu": open_cpu}
     finally:
         driver.quit()
@@ -130,18 +141,14 @@ def main():
     process, rpc = bench_daemon.start_daemon("swoop", os.path.abspath(args.swoop), os.path.join(work, "swoop"))
     results = []
     try:
-        for first in range(0, args.count, bench_daemon.BATCH):
-            batch = [{"jsonrpc": "2.0", "id": n, "method": "aria2.addUri",
-                      "params": [f"token:{bench_daemon.SECRET}", [f"{url}?n={n}"], {"out": f"f{n}.bin"}]}
-                     for n in range(first, min(args.count, first + bench_daemon.BATCH))]
-            rpc.post(batch)
+        bench_daemon.add_many(rpc, url, args.count)
         page = f"http://127.0.0.1:{rpc.connection.port}"
         time.sleep(2)
         for run in range(args.runs):
             r = measure(process, page, args.count, args.seconds)
             results.append(r)
-            say(f"run {run + 1}: first render {r['first']:.0f} ms; frames p50 {r['p50']:.1f} ms p95 {r['p95']:.1f} ms "
-                f"max {r['max']:.1f} ms; {r['long']} long tasks; {r['rows']} rows in the DOM; daemon CPU "
+            say(f"run {run + 1}: first render {r['first']:.0f} ms; frame intervals p50 {r['p50']:.1f} ms p95 {r['p95']:.1f} ms "
+                f"max {r['max']:.1f} ms; {r['renders']} renders, p95 {r['render_p95']:.2f} ms max {r['render_max']:.2f} ms; {r['long']} long tasks; {r['rows']} rows in the DOM; daemon CPU "
                 f"{r['idle_cpu'] * 100:.1f}% without the page, {r['open_cpu'] * 100:.1f}% with it")
     finally:
         process.terminate()
@@ -152,9 +159,10 @@ def main():
         return statistics.median(r[key] for r in results)
 
     print(f"\n### The page with {args.count} downloads, 16 active ({args.runs} runs, {args.seconds:.0f} s of updates each)\n")
-    print("| first render ms | frame p50 ms | frame p95 ms | frame max ms | long tasks | rows in DOM | daemon CPU, no page | daemon CPU, page open |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    print(f"| {med('first'):.0f} | {med('p50'):.1f} | {med('p95'):.1f} | {med('max'):.1f} | {med('long'):.0f} | {med('rows'):.0f} "
+    print("| first render ms | frame interval p50 ms | p95 ms | max ms | render p95 ms | render max ms | long tasks | rows in DOM | daemon CPU, no page | daemon CPU, page open |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(f"| {med('first'):.0f} | {med('p50'):.1f} | {med('p95'):.1f} | {med('max'):.1f} | {med('render_p95'):.2f} | {med('render_max'):.2f} "
+          f"| {med('long'):.0f} | {med('rows'):.0f} "
           f"| {med('idle_cpu') * 100:.1f}% | {med('open_cpu') * 100:.1f}% |")
 
 

@@ -155,6 +155,9 @@ def main():
         page = info["url"].rstrip("/")
         driver = browser.chromium(1280, 900)
 
+        driver.get(f"{page}/")
+        wait("without a token the page asks for the secret", lambda: driver.find_element(By.ID, "login").is_displayed())
+        check(not driver.find_element(By.ID, "app").is_displayed(), "and shows no downloads")
         driver.get(f"{page}/#token=s3cret")
         wait("the page connects with the token from the address", lambda: driver.find_element(By.ID, "connection").text == "Connected", 15)
         check("token" not in driver.current_url, f"the token left the address bar ({driver.current_url})")

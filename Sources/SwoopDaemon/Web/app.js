@@ -279,7 +279,6 @@ $("login").addEventListener("submit", (event) => {
   event.preventDefault();
   const token = $("token").value;
   sessionStorage.setItem("swoop.token", token);
-  if ("Notification" in window && Notification.permission === "default") Notification.requestPermission();
   connect(token);
 });
 $("add").addEventListener("submit", add);
@@ -290,6 +289,12 @@ $("pause-selected").addEventListener("click", () => act([...view.selected].map((
 $("resume-selected").addEventListener("click", () => act([...view.selected].map((gid) => ["aria2.unpause", gid])));
 $("remove-selected").addEventListener("click", () => remove([...view.selected], $("with-files").checked));
 $("details-close").addEventListener("click", () => $("details").close());
+// Browser notifications when a download completes while the page is in the background: asked for
+// only when the user clicks.
+if ("Notification" in window && Notification.permission === "default") {
+  $("notify").hidden = false;
+  $("notify").addEventListener("click", () => Notification.requestPermission().then(() => { $("notify").hidden = true; }));
+}
 for (const id of ["filter", "sort"]) $(id).addEventListener("change", () => { view.pageIndex = 0; queueRender(); });
 $("search").addEventListener("input", () => { view.pageIndex = 0; queueRender(); });
 setInterval(pollActive, 1000);
