@@ -16,14 +16,20 @@ extension SQLiteDownloadStore {
     }
 
     static var migrator: DatabaseMigrator {
+        merged(schemaSteps, createLatest: createLatest)
+    }
+
+    /// `steps` merged into the last: a database with none of them applied is made by
+    /// `createLatest`; one with some runs those after the last one applied. (A database made by a
+    /// merged migrator records only the step that was last then: everything before it is applied.)
+    static func merged(_ steps: [SchemaStep], createLatest: @escaping @Sendable (Database) throws -> Void) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        let last = schemaSteps[schemaSteps.count - 1]
-        migrator.registerMigration(last.identifier, merging: Set(schemaSteps.dropLast().map(\.identifier))) { db, applied in
-            if applied.isEmpty {
-                try createLatest(db)
-            } else {
-                for step in schemaSteps where !applied.contains(step.identifier) { try step.run(db) }
+        let last = steps[steps.count - 1]
+        migrator.registerMigration(last.identifier, merging: Set(steps.dropLast().map(\.identifier))) { db, applied in
+            guard let lastApplied = steps.lastIndex(where: { applied.contains($0.identifier) }) else {
+                return try createLatest(db)
             }
+            for step in steps[(lastApplied + 1)...] { try step.run(db) }
         }
         return migrator
     }

@@ -21,7 +21,10 @@ struct DaemonMetricsTests {
         let daemon = try await DaemonFixture.start()
         defer { Task { _ = await daemon.stop() } }
         for authorization in [nil, "Bearer wrong", "Basic czNjcmV0", "s3cret"] {
+            let started = ContinuousClock.now
             let reply = try await Self.scrape(daemon, authorization: authorization)
+            // As slow as a wrong RPC token: one guess a second.
+            #expect(ContinuousClock.now - started >= .milliseconds(950))
             #expect(reply.status == 401, "\(authorization ?? "none")")
             #expect(WebPageServingTests.header("WWW-Authenticate", in: reply) == "Bearer")
             #expect(!reply.text.contains("swoop_"))
@@ -33,8 +36,11 @@ struct DaemonMetricsTests {
         defer { Task { try? await server.shutdown() } }
         let body = Resource.random(size: 300_000, seed: 11)
         server.serve("/ok.bin", Resource(body: body, etag: "\"v1\""))
-        server.serve("/flaky.bin", Resource(body: Resource.random(size: 1000, seed: 12)))
+        server.serve("/flaky.bin", Resource(body: Resource.random(size: 1000, seed: 12), etag: "\"f\""))
+        // Two retries: after a 503, then (attempts counted from 1 again after progress) after a
+        // connection cut short.
         server.enqueue("/flaky.bin", .status(503))
+        server.enqueue("/flaky.bin", .cutAfter(bytes: 400))
         let daemon = try await DaemonFixture.start(extra: ["--retry-wait", "0.05"])
         defer { Task { _ = await daemon.stop() } }
         var gids: [String] = []
@@ -52,8 +58,9 @@ struct DaemonMetricsTests {
         #expect(Self.sample(#"swoop_downloads{state="completed"}"#, in: text) == 2, "\(text)")
         #expect(Self.sample(#"swoop_downloads{state="failed"}"#, in: text) == 1)
         #expect(Self.sample(#"swoop_downloads{state="active"}"#, in: text) == 0)
+        // Every byte received counts, the 400 of the cut answer too (the resume asks for the rest).
         #expect(Self.sample("swoop_downloaded_bytes_total", in: text) == 301_000)
-        #expect(Self.sample("swoop_retries_total", in: text) == 1)
+        #expect(Self.sample("swoop_retries_total", in: text) == 2)
         #expect(text.contains(#"swoop_failures_total{reason="#))
         #expect(text.split(separator: "\n").filter { $0.hasPrefix("swoop_failures_total{") }.compactMap { Double($0.split(separator: " ").last ?? "") } == [1])
         #expect(Self.sample("swoop_download_speed_bytes_per_second", in: text) != nil)

@@ -131,3 +131,50 @@ struct FileServingTests {
         #expect(linkedDirectory.body != secret)
     }
 }
+
+extension FileServingTests {
+    /// An empty finished file is served empty (a range of it too), and clients that go away
+    /// before the answer leave the daemon serving: the file it opened for them is closed.
+    @Test func anEmptyFileAndClientsThatLeaveAtOnce() async throws {
+        let server = try await TestServer.start()
+        server.serve("/empty.bin", Resource(body: []))
+        server.serve("/f.bin", Resource(body: Resource.random(size: 2 << 20, seed: 5)))
+        let daemon = try await DaemonFixture.start()
+        defer {
+            Task {
+                _ = await daemon.stop()
+                try? await server.shutdown()
+            }
+        }
+        let empty = try #require(try await daemon.result("aria2.addUri", [server.url("/empty.bin")]) as? String)
+        let full = try #require(try await daemon.result("aria2.addUri", [server.url("/f.bin")]) as? String)
+        #expect(try await daemon.waitFor(empty, "complete"))
+        #expect(try await daemon.waitFor(full, "complete"))
+        let emptyLink = try #require(try await daemon.result("swoop.getFileLink", empty) as? String)
+        let reply = try await Self.get(emptyLink, port: daemon.port)
+        #expect(reply.status == 200 && reply.body.isEmpty)
+        // No byte to range over: the (empty) whole, as RFC 9110 lets a server ignore Range.
+        let ranged = try await Self.get(emptyLink, port: daemon.port, headers: ["Range: bytes=0-"])
+        #expect(ranged.status == 200 && ranged.body.isEmpty)
+
+        let link = try #require(try await daemon.result("swoop.getFileLink", full) as? String)
+        for _ in 0..<20 {
+            // The request, then a reset before reading anything.
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(daemon.port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            let request = WebPageServingTests.get(link, port: daemon.port)
+            _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            close(fd)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let after = try await Self.get(link, port: daemon.port)
+        #expect(after.status == 200 && after.body.count == 2 << 20)
+        #expect(daemon.running.process.isRunning)
+    }
+}

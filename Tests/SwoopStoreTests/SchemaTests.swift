@@ -74,3 +74,49 @@ struct SchemaTests {
         try SQLiteDownloadStore(path: path).close()
     }
 }
+
+extension SchemaTests {
+    /// The next version adds a step and merges again: a database this version made (which records
+    /// only the last step) runs just the new one, keeps its rows, and ends as a new database does.
+    @Test func aDatabaseMadeByThisVersionTakesTheNextStep() throws {
+        let path = directory + "/now.sqlite"
+        let store = try SQLiteDownloadStore(path: path)
+        let record = DownloadRecord(url: "http://127.0.0.1/kept", directory: "/tmp/x", requestedName: "", bootID: "b")
+        try store.save(record)
+        try store.close()
+        let next = SQLiteDownloadStore.SchemaStep(identifier: "v11: a next step") { db in
+            try db.alter(table: "download") { t in t.add(column: "nextColumn", .text) }
+        }
+        let steps = SQLiteDownloadStore.schemaSteps + [next]
+        let nextMigrator = SQLiteDownloadStore.merged(steps) { db in
+            try SQLiteDownloadStore.createLatest(db)
+            try next.run(db)
+        }
+        try nextMigrator.migrate(DatabaseQueue(path: path))
+        let fresh = directory + "/next-new.sqlite"
+        try nextMigrator.migrate(DatabaseQueue(path: fresh))
+        #expect(try Self.schema(path) == (try Self.schema(fresh)))
+        #expect(try Self.schema(path).contains { $0.contains("\"nextColumn\" TEXT") })
+        #expect(try Self.appliedMigrations(path) == ["v11: a next step"])
+        let kept = try DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "SELECT url FROM download WHERE id = ?", arguments: [record.id.rawValue]) }
+        #expect(kept == "http://127.0.0.1/kept")
+    }
+
+    /// Rows of a version-3 database go through v4's rebuild and v6's new ids inside the merged step.
+    @Test func rowsOfAnOldDatabaseSurviveTheMergedSteps() throws {
+        let path = directory + "/v3.sqlite"
+        let queue = try DatabaseQueue(path: path)
+        try SQLiteDownloadStore.stepByStepMigrator.migrate(queue, upTo: "v3: segments")
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO download (id, url, directory, requestedName, state, committedBytes, syncedBytes, bootID, createdAt, updatedAt)
+                VALUES ('old-1', 'http://127.0.0.1/o.bin', '/tmp/x', '', 'paused', 40, 30, 'b', 1, 2)
+                """)
+        }
+        try queue.close()
+        let store = try SQLiteDownloadStore(path: path)
+        let old = try #require(try store.find(url: "http://127.0.0.1/o.bin", directory: "/tmp/x", requestedName: ""))
+        #expect(Download.ID.isGID(old.id.rawValue))
+        #expect((old.state, old.committedBytes, old.syncedBytes) == (.paused, 40, 30))
+    }
+}

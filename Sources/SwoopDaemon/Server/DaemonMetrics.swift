@@ -13,8 +13,8 @@ final class DaemonMetrics: Sendable {
     private let bytes: Counter
     private let retries: Counter
     private let speed: Gauge
-    /// Per running download: the bytes last counted, and the retry attempt last counted.
-    private let seen = NIOLockedValueBox<[Download.ID: (bytes: Int, attempt: Int)]>([:])
+    /// Per running download: the bytes last counted, and the retry its last event showed.
+    private let seen = NIOLockedValueBox<[Download.ID: (bytes: Int, retry: Download.Retry?)]>([:])
     /// Latency buckets of an RPC call, 100 µs to 5 s.
     private static let buckets: [Duration] = [.microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1),
         .milliseconds(2.5), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
@@ -29,19 +29,19 @@ final class DaemonMetrics: Sendable {
             namespace: "swoop", metricName: "download_speed", unitName: "bytes_per_second", helpText: "Current speed of all transfers"))
     }
 
-    /// Counts what a manager event tells: new bytes, a new retry attempt, a failure and its reason.
+    /// Counts what a manager event tells: new bytes, a retry announced, a failure and its reason.
+    ///
+    /// A retry is announced by a notice whose snapshot carries a retry the download's previous
+    /// event did not (attempt numbers start again after progress or a mirror: not a counter).
     func observe(_ event: DownloadEvent) {
         let download = event.download
         let (newBytes, newRetry) = seen.withLockedValue { seen -> (Int, Bool) in
-            let before = seen[download.id] ?? (download.completedBytes, 0)
-            let attempt = download.retry?.attempt ?? before.attempt
-            if event.isTerminal {
-                seen[download.id] = nil
-            } else {
-                seen[download.id] = (download.completedBytes, attempt)
-            }
+            let before = seen[download.id] ?? (download.completedBytes, nil)
+            seen[download.id] = event.isTerminal ? nil : (download.completedBytes, download.retry)
+            let isRetry: Bool
+            if case .notice = event, let retry = download.retry, retry != before.retry { isRetry = true } else { isRetry = false }
             // A restart from zero lowers the count: nothing new was received by it.
-            return (max(0, download.completedBytes - before.bytes), attempt > before.attempt)
+            return (max(0, download.completedBytes - before.bytes), isRetry)
         }
         if newBytes > 0 { bytes.increment(by: Int64(newBytes)) }
         if newRetry { retries.increment() }

@@ -52,8 +52,10 @@ struct DaemonServer {
         }
         router.get("/metrics") { request, _ -> Response in
             // Prometheus sends the secret as a bearer token (`authorization: {credentials: …}`).
-            let given = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            let given = request.headers[.authorization].flatMap { $0.lowercased().hasPrefix("bearer ") ? String($0.dropFirst(7)) : nil }
             guard let given, rpc.isSecret(given) else {
+                // As slow to refuse as a JSON-RPC call with a wrong token: one guess a second.
+                try? await Task.sleep(for: JSONRPCEndpoint.unauthorizedDelay)
                 var headers = WebPage.plainHeaders
                 headers[.wwwAuthenticate] = "Bearer"
                 return Response(status: .unauthorized, headers: headers,

@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOFileSystem
 import SwoopRPC
@@ -25,16 +26,21 @@ enum FileServing {
         guard let (path, name) = await rpc.finishedFile(id: id) else {
             return plain(.notFound, "no finished file for \(id)\n")
         }
-        let handle: ReadFileHandle
+        // Only a regular file is opened (a FIFO put in its place would block the open), and never
+        // through a link (the open refuses one that appears meanwhile).
+        let file: OpenFile
         let size: Int64
         do {
-            handle = try await FileSystem.shared.openFile(
+            guard let found = try await FileSystem.shared.info(forFileAt: FilePath(path), infoAboutSymbolicLink: true), found.type == .regular else {
+                return plain(.notFound, "\(name) is no longer a regular file\n")
+            }
+            file = OpenFile(try await FileSystem.shared.openFile(
                 forReadingAt: FilePath(path), options: OpenOptions.Read(followSymbolicLinks: false, closeOnExec: true)
-            )
-            let info = try await handle.info()
-            guard info.type == .regular else {
-                try? await handle.close()
-                return plain(.notFound, "\(name) is not a regular file\n")
+            ))
+            let info = try? await file.handle.info()
+            guard let info, info.type == .regular else {
+                await file.close()
+                return plain(.notFound, "\(name) is no longer a regular file\n")
             }
             size = info.size
         } catch {
@@ -45,6 +51,12 @@ enum FileServing {
         headers[.contentDisposition] = contentDisposition(name)
         headers[.acceptRanges] = "bytes"
         headers[.cacheControl] = "private, no-store"
+        // Fetched by this daemon's page only, never shown inside another site's.
+        headers[HTTPField.Name("Cross-Origin-Resource-Policy")!] = "same-origin"
+        guard size > 0 else {
+            await file.close()
+            return Response(status: .ok, headers: headers, body: .init())
+        }
         let range: ClosedRange<Int64>
         var status = HTTPResponse.Status.ok
         switch ask(request.headers[.range], size: size) {
@@ -55,23 +67,19 @@ enum FileServing {
             status = .partialContent
             headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound)/\(size)"
         case .unsatisfiable:
-            try? await handle.close()
+            await file.close()
             headers[.contentRange] = "bytes */\(size)"
             return Response(status: .rangeNotSatisfiable, headers: headers)
         }
-        guard size > 0 else {
-            try? await handle.close()
-            return Response(status: .ok, headers: headers, body: .init())
-        }
         let body = ResponseBody(contentLength: range.count) { writer in
             do {
-                for try await chunk in handle.readChunks(in: range, chunkLength: .kibibytes(256)) {
+                for try await chunk in file.handle.readChunks(in: range, chunkLength: .kibibytes(256)) {
                     try await writer.write(chunk)
                 }
-                try await handle.close()
+                await file.close()
                 try await writer.finish(nil)
             } catch {
-                try? await handle.close()
+                await file.close()
                 throw error
             }
         }
@@ -115,5 +123,29 @@ enum FileServing {
 
     private static func plain(_ status: HTTPResponse.Status, _ text: String) -> Response {
         Response(status: status, headers: WebPage.plainHeaders, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}
+
+/// An open file that is closed whatever happens to the answer: by the body once it is written, or,
+/// when the body never runs (the client went away before the head was written), when the last
+/// reference goes. NIO's handle must be closed before it is dropped: dropped open, it stops the
+/// process.
+final class OpenFile: Sendable {
+    let handle: ReadFileHandle
+    private let closed = NIOLockedValueBox(false)
+
+    init(_ handle: ReadFileHandle) {
+        self.handle = handle
+    }
+
+    func close() async {
+        guard closed.withLockedValue({ value in defer { value = true }; return !value }) else { return }
+        try? await handle.close()
+    }
+
+    deinit {
+        guard !closed.withLockedValue({ $0 }) else { return }
+        let handle = self.handle
+        Task { try? await handle.close() }
     }
 }

@@ -32,6 +32,8 @@ enum WebPage {
         .contentSecurityPolicy: contentSecurityPolicy,
         HTTPField.Name("X-Content-Type-Options")!: "nosniff",
         HTTPField.Name("Referrer-Policy")!: "no-referrer",
+        // No other window keeps a hold on the page's (it could change its address, and its token).
+        HTTPField.Name("Cross-Origin-Opener-Policy")!: "same-origin",
         // A new daemon version serves a new page: the browser asks again (ETag-less, it is small).
         .cacheControl: "no-cache",
     ]

@@ -19,6 +19,8 @@ let client = null;
 let renderQueued = false;
 let refreshQueued = false;
 let linksQueued = false;
+let refreshing = false;
+let polling = false;
 let stat = null;
 
 const view = new ListView(
@@ -33,13 +35,20 @@ const view = new ListView(
     move: (gid, by) => act([["aria2.changePosition", gid, by, "POS_CUR"]]),
     details: (gid) => openDetails(gid),
     link: (gid) => freshLink(gid),
+    open: (gid) => openFile(gid),
   },
 );
 
 function takeToken() {
   const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
   if (match) {
-    sessionStorage.setItem("swoop.token", decodeURIComponent(match[1]));
+    let token = match[1];
+    try {
+      token = decodeURIComponent(token);
+    } catch {
+      // Not percent-encoded as it should be: taken as it is.
+    }
+    sessionStorage.setItem("swoop.token", token);
     // The secret does not stay in the address bar (nor in the history).
     window.history.replaceState(null, "", location.pathname + location.search);
   }
@@ -54,7 +63,8 @@ function showLogin(message) {
   $("token").focus();
 }
 
-async function connect(token) {
+/** Connects with `token`; a daemon that cannot be reached is tried again (1 s, doubling to 30 s). */
+async function connect(token, delay = 1000) {
   $("connection").textContent = "Connecting…";
   if (client) {
     // Another token (a new link, the form): the old connection ends without reconnecting.
@@ -63,6 +73,20 @@ async function connect(token) {
   }
   const attempt = new RPCClient(socketURL(location), token);
   client = attempt;
+  let ready = false;
+  attempt.onNotification = (method, params) => {
+    const gid = params[0] && params[0].gid;
+    if (gid) note(gid, method.replace("aria2.onDownload", "").toLowerCase());
+    if (method === "aria2.onDownloadComplete" && gid) notifyComplete(gid);
+    queueRefresh(500);
+  };
+  attempt.onClose = () => {
+    if (client !== attempt || !ready) return;
+    $("connection").textContent = "Connection lost; reconnecting…";
+    setTimeout(() => {
+      if (client === attempt) connect(token);
+    }, 1000);
+  };
   try {
     await attempt.open();
     await attempt.call("aria2.getVersion");
@@ -70,32 +94,23 @@ async function connect(token) {
     attempt.onClose = null;
     attempt.close();
     if (client !== attempt) return;
-    client = null;
     if (error instanceof RPCError && error.code === 1) {
+      client = null;
       sessionStorage.removeItem("swoop.token");
       showLogin("Wrong secret: the daemon refused it.");
-    } else {
-      showLogin(`Cannot reach the daemon: ${error.message}`);
+      return;
     }
+    $("connection").textContent = `Cannot reach the daemon (${error.message}); trying again in ${Math.round(delay / 1000)} s`;
+    setTimeout(() => {
+      if (client === attempt) connect(token, Math.min(delay * 2, 30000));
+    }, delay);
     return;
   }
   if (client !== attempt) return;
+  ready = true;
   $("login").hidden = true;
   $("app").hidden = false;
   $("connection").textContent = "Connected";
-  attempt.onNotification = (method, params) => {
-    const gid = params[0] && params[0].gid;
-    if (gid) note(gid, method.replace("aria2.onDownload", "").toLowerCase());
-    if (method === "aria2.onDownloadComplete" && gid) notifyComplete(gid);
-    queueRefresh();
-  };
-  attempt.onClose = () => {
-    if (client !== attempt) return;
-    $("connection").textContent = "Connection lost; reconnecting…";
-    setTimeout(() => {
-      if (client === attempt) connect(token);
-    }, 1000);
-  };
   await Promise.all([refresh(), loadLimits()]);
 }
 
@@ -112,17 +127,19 @@ function notifyComplete(gid) {
   new Notification("Download complete", { body: row ? row.name : gid });
 }
 
-function queueRefresh() {
+function queueRefresh(after = 100) {
   if (refreshQueued) return;
   refreshQueued = true;
   setTimeout(() => {
     refreshQueued = false;
     refresh();
-  }, 100);
+  }, after);
 }
 
+/** The whole list; one at a time (with 10,000 downloads an answer takes a moment). */
 async function refresh() {
-  if (!client) return;
+  if (!client || refreshing) return;
+  refreshing = true;
   try {
     const [active, waiting, stopped, global] = await client.multicall([
       ["aria2.tellActive", keys], ["aria2.tellWaiting", 0, 100000, keys], ["aria2.tellStopped", 0, 100000, keys], ["aria2.getGlobalStat"],
@@ -132,13 +149,16 @@ async function refresh() {
     if (list.replace([...active, ...waiting, ...stopped])) queueRender();
     else renderGlobal();
   } catch (error) {
-    $("connection").textContent = `Cannot list the downloads: ${error.message}`;
+    if (client && !$("app").hidden) $("connection").textContent = `Cannot list the downloads: ${error.message}`;
+  } finally {
+    refreshing = false;
   }
 }
 
 /** Speed changes only with a poll: the active downloads and the totals, once a second. */
 async function pollActive() {
-  if (!client || $("app").hidden) return;
+  if (!client || $("app").hidden || polling) return;
+  polling = true;
   try {
     const [active, global] = await client.multicall([["aria2.tellActive", keys], ["aria2.getGlobalStat"]]);
     if (!(global instanceof Error)) {
@@ -149,6 +169,8 @@ async function pollActive() {
     else renderGlobal();
   } catch {
     // The connection's own handler reports a lost daemon.
+  } finally {
+    polling = false;
   }
 }
 
@@ -174,7 +196,7 @@ function render() {
   renderGlobal();
   const rows = list.view({ state: $("filter").value, search: $("search").value, sort: $("sort").value });
   view.render(rows, list.rows);
-  if (view.shown.some((row) => row.state === "complete" && !freshLink(row.gid))) queueLinks(view.shown);
+  if (view.shown.some((row) => row.state === "complete" && !hasFreshAnswer(row.gid))) queueLinks(view.shown);
 }
 
 function freshLink(gid) {
@@ -182,14 +204,32 @@ function freshLink(gid) {
   return link && link.until > Date.now() ? link.url : null;
 }
 
+function hasFreshAnswer(gid) {
+  const link = links.get(gid);
+  return Boolean(link && link.until > Date.now());
+}
+
+/** A click on a finished file: a link made now (the one shown may be old), then the download. */
+async function openFile(gid) {
+  try {
+    const url = await client.call("swoop.getFileLink", gid);
+    links.set(gid, { url, until: Date.now() + 20 * 60 * 1000 });
+    location.assign(url);
+  } catch (error) {
+    $("connection").textContent = error.message;
+  }
+}
+
 /** Asks for links to the finished files shown (links last an hour; asked again after 50 minutes). */
 function queueLinks(rows) {
   if (linksQueued || !client) return;
   linksQueued = true;
-  const wanted = rows.filter((row) => row.state === "complete" && !freshLink(row.gid)).map((row) => row.gid);
+  const wanted = rows.filter((row) => row.state === "complete" && !hasFreshAnswer(row.gid)).map((row) => row.gid);
   client.multicall(wanted.map((gid) => ["swoop.getFileLink", gid])).then((answers) => {
     answers.forEach((answer, index) => {
-      if (typeof answer === "string") links.set(wanted[index], { url: answer, until: Date.now() + 50 * 60 * 1000 });
+      // A refusal is remembered for a minute: no asking again every frame.
+      const url = typeof answer === "string" ? answer : null;
+      links.set(wanted[index], { url, until: Date.now() + (url ? 20 : 1) * 60 * 1000 });
     });
     linksQueued = false;
     queueRender();
@@ -256,6 +296,10 @@ async function applyLimits(event) {
 
 async function add(event) {
   event.preventDefault();
+  if (!client) {
+    $("add-error").textContent = "Not connected to the daemon.";
+    return;
+  }
   const urls = $("urls").value.split("\n").map((line) => line.trim()).filter((line) => line.length > 0);
   const value = (id) => $(id).value.trim();
   const headers = $("add-headers").value.split("\n").map((line) => line.trim()).filter((line) => line.length > 0);
@@ -299,6 +343,8 @@ for (const id of ["filter", "sort"]) $(id).addEventListener("change", () => { vi
 $("search").addEventListener("input", () => { view.pageIndex = 0; queueRender(); });
 setInterval(pollActive, 1000);
 setInterval(refresh, 5000);
+// Links shown are kept fresh even when nothing else changes.
+setInterval(queueRender, 60 * 1000);
 
 // A link with another token opened in this tab changes only the address's fragment.
 window.addEventListener("hashchange", () => {

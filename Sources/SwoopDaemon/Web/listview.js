@@ -22,7 +22,8 @@ function button(text, onClick) {
 export class ListView {
   /**
    * @param root Elements by id: list, empty, pageInfo, previous, next, selectAll, selectedCount.
-   * @param handlers act(method, gid), details(gid), move(gid, by), link(gid) → URL or null.
+   * @param handlers changed(), act(method, gid), remove(gids, withFiles), details(gid), move(gid, by),
+   *   link(gid) → URL or null, open(gid) (a click on a finished file's name).
    */
   constructor(root, handlers) {
     this.root = root;
@@ -96,6 +97,10 @@ export class ListView {
     const text = element("div");
     const name = element("div", "name");
     const file = element("a", "file");
+    file.addEventListener("click", (event) => {
+      event.preventDefault();
+      this.handlers.open(gid);
+    });
     const label = element("span");
     name.append(file, label);
     const meta = element("div", "meta");

@@ -32,6 +32,8 @@ final class DiskThreads: @unchecked Sendable {
     // Guarded by `condition`.
     private var queue = CircularBuffer<@Sendable () -> Void>()
     private var idle = 0
+    /// Threads started that have not yet come to wait: each will take a job as an idle one does.
+    private var starting = 0
     private var started = 0
 
     init(limit: Int) {
@@ -49,9 +51,10 @@ final class DiskThreads: @unchecked Sendable {
         let startsThread = condition.withLock {
             queue.append(work)
             condition.signal()
-            // Each idle thread takes one job: a job beyond them needs a thread of its own.
-            guard queue.count > idle, started < limit else { return false }
+            // Each idle (or starting) thread takes one job: a job beyond them needs a thread of its own.
+            guard queue.count > idle + starting, started < limit else { return false }
             started += 1
+            starting += 1
             return true
         }
         if startsThread {
@@ -63,6 +66,7 @@ final class DiskThreads: @unchecked Sendable {
 
     private func serve() {
         condition.lock()
+        starting -= 1
         while true {
             while queue.isEmpty {
                 idle += 1

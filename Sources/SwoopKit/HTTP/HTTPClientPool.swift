@@ -79,6 +79,16 @@ final class HTTPClientPool: Sendable {
         }
     }
 
+    /// A pool dropped without ``shutdown()`` (its manager never shut down, as when a caller's code
+    /// threw first) shuts its clients down in the background: AsyncHTTPClient stops a debug process
+    /// that drops a client still running.
+    deinit {
+        let clients = state.withLockedValue { state in state.isShutDown ? [] : Array(state.clients.values) }
+        for client in clients {
+            Task { try? await client.shutdown() }
+        }
+    }
+
     /// Shuts every client down; later requests fail. A second call does nothing.
     func shutdown() async throws {
         let clients = state.withLockedValue { state in
