@@ -88,7 +88,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             // The web page, in the binary: no build step, nothing fetched from elsewhere.
-            resources: ["index.html", "style.css", "app.js", "format.js", "model.js", "rpc.js", "listview.js", "details.js"].map { .embedInCode("Web/\($0)") }
+            resources: ["index.html", "style.css", "app.js", "format.js", "model.js", "rpc.js", "listview.js", "details.js", "icon.svg"].map { .embedInCode("Web/\($0)") }
         ),
         .target(
             name: "SwoopConsole",

@@ -28,7 +28,7 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Read the RPC secret from this file.", valueName: "path"))
     var secretFile: String?
 
-    @Option(name: [.customShort("d"), .customLong("dir")], help: ArgumentHelp("Where downloads go by default (default: the current directory).", valueName: "dir"))
+    @Option(name: [.customShort("d"), .customLong("dir")], help: ArgumentHelp("Where downloads go by default.", valueName: "dir"))
     var directory = "."
 
     @Option(help: ArgumentHelp("Another directory downloads may go into (a download's dir must lie inside -d or one of these).", valueName: "dir"))
@@ -115,6 +115,7 @@ struct DaemonCommand: AsyncParsableCommand {
                 console.result("swoop daemon: the page with it: \(address)#token=\(secretText)")
             } else if secret == nil && secretFile == nil {
                 console.result("swoop daemon: clients send the secret kept in \(stateDirectory)/\(DaemonSecret.fileName) as token:SECRET")
+                console.result("swoop daemon: the page: \(address) (it asks for that secret)")
             } else {
                 console.result("swoop daemon: clients send the secret given as token:SECRET")
             }

@@ -60,6 +60,12 @@ struct SwoopBinary {
             try process.run()
         }
 
+        /// The output files go with the child's result: a run of the tests leaves nothing in /tmp.
+        deinit {
+            try? FileManager.default.removeItem(at: out)
+            try? FileManager.default.removeItem(at: err)
+        }
+
         var pid: Int32 { process.processIdentifier }
 
         func signal(_ number: Int32) { kill(process.processIdentifier, number) }

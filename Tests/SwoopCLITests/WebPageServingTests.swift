@@ -6,7 +6,7 @@ import Testing
 /// `/healthz` without a token; the daemon's Host and Origin rules for all of them.
 @Suite("swoop daemon: the web page's files and /healthz (the binary)", .timeLimit(.minutes(2)))
 struct WebPageServingTests {
-    static let pageFiles = ["/", "/ui/style.css", "/ui/app.js", "/ui/format.js", "/ui/model.js", "/ui/rpc.js", "/ui/listview.js", "/ui/details.js"]
+    static let pageFiles = ["/", "/ui/style.css", "/ui/app.js", "/ui/format.js", "/ui/model.js", "/ui/rpc.js", "/ui/listview.js", "/ui/details.js", "/ui/icon.svg"]
 
     static func get(_ path: String, port: Int, headers: [String] = [], host: String? = nil) -> [UInt8] {
         let head = (["GET \(path) HTTP/1.1", "Host: \(host ?? "127.0.0.1:\(port)")", "Connection: close"] + headers)
@@ -35,7 +35,9 @@ struct WebPageServingTests {
             #expect(reply.status == 200, "\(path)")
             #expect(reply.body == (try Self.source(path)), "\(path)")
             let type = Self.header("Content-Type", in: reply)
-            #expect(type == (path == "/" ? "text/html; charset=utf-8" : path.hasSuffix(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8"))
+            let expected = path == "/" ? "text/html; charset=utf-8" : path.hasSuffix(".css") ? "text/css; charset=utf-8"
+                : path.hasSuffix(".svg") ? "image/svg+xml" : "text/javascript; charset=utf-8"
+            #expect(type == expected)
             #expect(Self.header("Content-Security-Policy", in: reply)
                 == "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
             #expect(Self.header("X-Content-Type-Options", in: reply) == "nosniff")

@@ -96,9 +96,14 @@ struct Fixture {
     }
 
     /// Stops the server in the background (for `defer`).
+    /// Stops the server and removes the test's directory (part files, locks and all).
     func stop() {
         let server = self.server
-        Task { try? await server.shutdown() }
+        let root = (directory as NSString).deletingLastPathComponent
+        Task {
+            try? await server.shutdown()
+            try? FileManager.default.removeItem(atPath: root)
+        }
     }
 }
 

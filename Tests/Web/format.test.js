@@ -1,4 +1,4 @@
-import { bytes, duration, eta, percent, rate } from "/ui/format.js";
+import { bytes, duration, eta, percent, rate, sizeOption, stateWord } from "/ui/format.js";
 import { equal, test } from "./harness.js";
 
 test("bytes: binary units, three significant digits", () => {
@@ -38,4 +38,13 @@ test("percent: floored, unknown size is null", () => {
   equal(percent(999, 1000), 99, "99.9% is not yet 100");
   equal(percent(1000, 1000), 100);
   equal(percent(5, 0), null);
+});
+
+test("sizeOption writes sizes as aria2 does; stateWord names states one way", () => {
+  equal(sizeOption("204800"), "200K");
+  equal(sizeOption(10 * 1024 * 1024), "10M");
+  equal(sizeOption("1000"), "1000");
+  equal(sizeOption("0"), "0");
+  equal([stateWord("error"), stateWord("failed"), stateWord("completed"), stateWord("complete"), stateWord("paused")],
+    ["failed", "failed", "complete", "complete", "paused"]);
 });

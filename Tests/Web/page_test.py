@@ -27,6 +27,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import browser  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 FILES = {
@@ -128,6 +129,13 @@ def progress_of(driver, name):
     return int(value) if value is not None else None
 
 
+def open_alert(driver):
+    try:
+        return driver.switch_to.alert
+    except NoAlertPresentException:
+        return None
+
+
 def fits(driver):
     return driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
 
@@ -146,9 +154,12 @@ def main():
     files = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
     threading.Thread(target=files.serve_forever, daemon=True).start()
     source = f"http://127.0.0.1:{files.server_address[1]}"
-    daemon = subprocess.Popen([args.swoop, "daemon", "--listen", "127.0.0.1:0", "--state-dir", state, "-d", out,
-                               "--secret", "s3cret", "--log-level", "warning"],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=work)
+    def start_daemon(listen="127.0.0.1:0"):
+        return subprocess.Popen([args.swoop, "daemon", "--listen", listen, "--state-dir", state, "-d", out,
+                                 "--secret", "s3cret", "--log-level", "warning"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=work)
+
+    daemon = start_daemon()
     driver = None
     try:
         info = wait("the daemon started", lambda: json.load(open(os.path.join(state, "daemon.json"))) if os.path.exists(os.path.join(state, "daemon.json")) else None, 20)
@@ -203,6 +214,9 @@ def main():
         item(driver, "b.bin").find_element(By.CSS_SELECTOR, "input[aria-label='Select b.bin']").click()
         driver.find_element(By.ID, "with-files").click()
         driver.find_element(By.ID, "remove-selected").click()
+        alert = wait("deleting files asks first", lambda: open_alert(driver))
+        check("delete its file" in alert.text, f"the question names it ({alert.text!r})")
+        alert.accept()
         wait("b.bin leaves the list", lambda: item(driver, "b.bin") is None)
         wait("b.bin's file is deleted", lambda: not os.path.exists(os.path.join(out, "b.bin")))
         check(os.path.exists(os.path.join(out, "a.bin")), "a.bin's file stays")
@@ -214,7 +228,16 @@ def main():
             box.send_keys(value)
         driver.find_element(By.XPATH, "//button[normalize-space()='Apply limits']").click()
         wait("the daemon took the new limits", lambda: (lambda o: o.get("max-concurrent-downloads") == "2" and o.get("max-overall-download-limit") == "512000")(rpc(page, "aria2.getGlobalOption")))
-        wait("the page shows them", lambda: driver.find_element(By.ID, "max-speed").get_attribute("value") == "512000")
+        wait("the page shows them as written", lambda: driver.find_element(By.ID, "max-speed").get_attribute("value") == "500K")
+
+        # The daemon restarts (same address): the page reconnects by itself, still holding its token.
+        daemon.terminate()
+        daemon.wait(timeout=30)
+        wait("the page says the daemon is gone", lambda: "Connected" != driver.find_element(By.ID, "connection").text, 15)
+        check(driver.find_element(By.ID, "app").is_displayed(), "and keeps the list rather than asking for the secret")
+        daemon = start_daemon(page.split("//", 1)[1])
+        wait("the page reconnects once the daemon is back", lambda: driver.find_element(By.ID, "connection").text == "Connected", 40)
+        wait("and lists the downloads again", lambda: state_of(driver, "a.bin") == "complete", 15)
 
         check(fits(driver), "nothing overflows 1280 px")
         driver.set_window_size(360, 800)

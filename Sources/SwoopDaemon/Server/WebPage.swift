@@ -20,6 +20,7 @@ enum WebPage {
         "/ui/rpc.js": File(bytes: PackageResources.rpc_js, contentType: "text/javascript; charset=utf-8"),
         "/ui/listview.js": File(bytes: PackageResources.listview_js, contentType: "text/javascript; charset=utf-8"),
         "/ui/details.js": File(bytes: PackageResources.details_js, contentType: "text/javascript; charset=utf-8"),
+        "/ui/icon.svg": File(bytes: PackageResources.icon_svg, contentType: "image/svg+xml"),
     ]
 
     static let contentSecurityPolicy = [

@@ -1,7 +1,7 @@
 // The page: connects with the secret, shows the downloads and steers them. Its parts: format.js,
 // model.js and rpc.js (logic, tested on their own), listview.js (the rows), details.js (one
 // download); this file connects them to the daemon and to the controls.
-import { rate } from "./format.js";
+import { rate, sizeOption, stateWord } from "./format.js";
 import { DownloadList, SpeedHistory } from "./model.js";
 import { RPCClient, RPCError, socketURL } from "./rpc.js";
 import { ListView } from "./listview.js";
@@ -20,6 +20,7 @@ let renderQueued = false;
 let refreshQueued = false;
 let linksQueued = false;
 let refreshing = false;
+let listed = false;
 let polling = false;
 let stat = null;
 
@@ -146,8 +147,10 @@ async function refresh() {
     ]);
     for (const answer of [active, waiting, stopped]) if (answer instanceof Error) throw answer;
     stat = global instanceof Error ? stat : global;
-    if (list.replace([...active, ...waiting, ...stopped])) queueRender();
+    // The first listing is drawn even when empty ("No downloads yet.").
+    if (list.replace([...active, ...waiting, ...stopped]) || !listed) queueRender();
     else renderGlobal();
+    listed = true;
   } catch (error) {
     if (client && !$("app").hidden) $("connection").textContent = `Cannot list the downloads: ${error.message}`;
   } finally {
@@ -189,13 +192,13 @@ function renderGlobal() {
   $("graph-line").setAttribute("points", speeds.points(300, 60));
   const counts = list.counts();
   $("counts").textContent = ["active", "waiting", "paused", "complete", "error", "removed"]
-    .map((state) => `${counts[state] || 0} ${state === "error" ? "failed" : state}`).join(" · ");
+    .map((state) => `${counts[state] || 0} ${stateWord(state)}`).join(" · ");
 }
 
 function render() {
   renderGlobal();
   const rows = list.view({ state: $("filter").value, search: $("search").value, sort: $("sort").value });
-  view.render(rows, list.rows);
+  view.render(rows, list.rows, list.size);
   if (view.shown.some((row) => row.state === "complete" && !hasFreshAnswer(row.gid))) queueLinks(view.shown);
 }
 
@@ -274,7 +277,7 @@ async function loadLimits() {
   try {
     const options = await client.call("aria2.getGlobalOption");
     $("max-concurrent").value = options["max-concurrent-downloads"] || "";
-    $("max-speed").value = options["max-overall-download-limit"] || "0";
+    $("max-speed").value = sizeOption(options["max-overall-download-limit"] || "0") || "0";
   } catch (error) {
     $("limits-error").textContent = error.message;
   }
@@ -315,7 +318,10 @@ async function add(event) {
   const answers = await client.multicall(urls.map((url) => ["aria2.addUri", [url], options])).catch((error) => urls.map(() => error));
   const failures = answers.map((answer, index) => (answer instanceof Error ? `${urls[index]}: ${answer.message}` : null)).filter(Boolean);
   $("add-error").textContent = failures.join("\n");
-  if (failures.length === 0) $("urls").value = "";
+  if (failures.length === 0) {
+    // The options were for these URLs: the next ones start from none (a name reused would become NAME.1).
+    $("add").reset();
+  }
   queueRefresh();
 }
 
@@ -331,7 +337,13 @@ $("pause-all").addEventListener("click", () => act([["aria2.pauseAll"]]));
 $("resume-all").addEventListener("click", () => act([["aria2.unpauseAll"]]));
 $("pause-selected").addEventListener("click", () => act([...view.selected].map((gid) => ["aria2.pause", gid])));
 $("resume-selected").addEventListener("click", () => act([...view.selected].map((gid) => ["aria2.unpause", gid])));
-$("remove-selected").addEventListener("click", () => remove([...view.selected], $("with-files").checked));
+$("remove-selected").addEventListener("click", () => {
+  const gids = [...view.selected];
+  if (gids.length === 0) return;
+  const withFiles = $("with-files").checked;
+  if (withFiles && !window.confirm(`Remove ${gids.length} download${gids.length === 1 ? "" : "s"} and delete ${gids.length === 1 ? "its file" : "their files"}?`)) return;
+  remove(gids, withFiles);
+});
 $("details-close").addEventListener("click", () => $("details").close());
 // Browser notifications when a download completes while the page is in the background: asked for
 // only when the user clicks.
@@ -339,8 +351,14 @@ if ("Notification" in window && Notification.permission === "default") {
   $("notify").hidden = false;
   $("notify").addEventListener("click", () => Notification.requestPermission().then(() => { $("notify").hidden = true; }));
 }
-for (const id of ["filter", "sort"]) $(id).addEventListener("change", () => { view.pageIndex = 0; queueRender(); });
-$("search").addEventListener("input", () => { view.pageIndex = 0; queueRender(); });
+// Another view of the list: back to its first page, and nothing selected that is not in sight.
+function viewChanged() {
+  view.pageIndex = 0;
+  view.selected.clear();
+  queueRender();
+}
+for (const id of ["filter", "sort"]) $(id).addEventListener("change", viewChanged);
+$("search").addEventListener("input", viewChanged);
 setInterval(pollActive, 1000);
 setInterval(refresh, 5000);
 // Links shown are kept fresh even when nothing else changes.

@@ -1,6 +1,6 @@
 // The detail view of one download: swoop.getDetails (sources, file, validators, segments, the
 // retry under way, the last error) and what this page saw happen to it.
-import { bytes, percent } from "./format.js";
+import { bytes, percent, stateWord } from "./format.js";
 
 function item(list, term, value) {
   const dt = document.createElement("dt");
@@ -19,7 +19,7 @@ export function showDetails(dialog, details, history) {
   segments.replaceChildren();
   events.replaceChildren();
   const total = Number(details.totalLength);
-  item(list, "State", details.state);
+  item(list, "State", stateWord(details.state));
   item(list, "URL", details.url);
   for (const mirror of details.mirrors || []) item(list, "Mirror", mirror);
   if (details.path) item(list, "File", details.path);
@@ -43,6 +43,7 @@ export function showDetails(dialog, details, history) {
     events.append(li);
   }
   if (events.children.length === 0) events.append(Object.assign(document.createElement("li"), { textContent: "nothing seen since this page opened" }));
-  dialog.querySelector("h2").textContent = `Details: ${details.path ? details.path.split("/").pop() : details.url}`;
+  const name = details.path ? details.path.split("/").pop() : decodeURIComponent(details.url.split(/[?#]/)[0].split("/").pop() || details.url);
+  dialog.querySelector("h2").textContent = `Details: ${name}`;
   if (!dialog.open) dialog.showModal();
 }

@@ -43,3 +43,17 @@ export function percent(done, total) {
   if (!(total > 0)) return null;
   return Math.min(100, Math.floor((done / total) * 100));
 }
+
+/** A byte count as aria2 writes sizes: "200K" for 204800, "10M", else the number. */
+export function sizeOption(value) {
+  const count = Number(value);
+  if (!Number.isInteger(count) || count <= 0) return String(value ?? "");
+  if (count % (1024 * 1024) === 0) return `${count / (1024 * 1024)}M`;
+  if (count % 1024 === 0) return `${count / 1024}K`;
+  return String(count);
+}
+
+/** The page's word for a state, aria2's or Swoop's: "error" and "failed" are "failed", "completed" is "complete". */
+export function stateWord(state) {
+  return { error: "failed", completed: "complete" }[state] || state;
+}

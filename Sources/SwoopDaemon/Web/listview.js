@@ -1,6 +1,6 @@
 // The list of downloads on screen: one page of rows (100), each row's elements made once and
 // updated in place, selection, and the buttons of each row. Actions go to `handlers`.
-import { bytes, eta, percent, rate } from "./format.js";
+import { bytes, eta, percent, rate, stateWord } from "./format.js";
 import { page } from "./model.js";
 
 export const pageSize = 100;
@@ -22,6 +22,7 @@ function button(text, onClick) {
 export class ListView {
   /**
    * @param root Elements by id: list, empty, pageInfo, previous, next, selectAll, selectedCount.
+   *   `render(rows, known, total)`: `total` downloads in all, of which `rows` are shown.
    * @param handlers changed(), act(method, gid), remove(gids, withFiles), details(gid), move(gid, by),
    *   link(gid) → URL or null, open(gid) (a click on a finished file's name).
    */
@@ -45,11 +46,13 @@ export class ListView {
 
   turn(by) {
     this.pageIndex += by;
+    // Only what is in sight stays selected.
+    this.selected.clear();
     this.handlers.changed();
   }
 
   /** Shows `rows` (already filtered and sorted): the current page of them. */
-  render(rows, known) {
+  render(rows, known, total = rows.length) {
     const bounds = page(rows.length, this.pageIndex, pageSize);
     this.pageIndex = bounds.index;
     const shown = rows.slice(bounds.start, bounds.end);
@@ -77,6 +80,7 @@ export class ListView {
       }
     }
     this.root.empty.hidden = rows.length > 0;
+    this.root.empty.textContent = total === 0 ? "No downloads yet." : `None of the ${total} downloads matches.`;
     this.root.pageInfo.textContent = rows.length === 0 ? "" : `${bounds.start + 1}–${bounds.end} of ${rows.length}`;
     this.root.previous.disabled = bounds.index === 0;
     this.root.next.disabled = bounds.index >= bounds.pages - 1;
@@ -142,7 +146,7 @@ export class ListView {
       item.label.textContent = row.name;
     }
     item.name.title = row.url;
-    item.state.textContent = row.state;
+    item.state.textContent = stateWord(row.state);
     const done = percent(row.done, row.total);
     const parts = [row.total > 0 ? `${bytes(row.done)} of ${bytes(row.total)}` : bytes(row.done)];
     if (row.state === "active") parts.push(rate(row.speed), `ETA ${eta(row.done, row.total, row.speed)}`, `${row.connections} conn.`);
