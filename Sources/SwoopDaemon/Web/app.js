@@ -79,7 +79,8 @@ async function connect(token, delay = 1000) {
     const gid = params[0] && params[0].gid;
     if (gid) note(gid, method.replace("aria2.onDownload", "").toLowerCase());
     if (method === "aria2.onDownloadComplete" && gid) notifyComplete(gid);
-    queueRefresh(500);
+    if (gid) queueChanged(gid);
+    else queueRefresh(500);
   };
   attempt.onClose = () => {
     if (client !== attempt || !ready) return;
@@ -126,6 +127,32 @@ function notifyComplete(gid) {
   if (!("Notification" in window) || Notification.permission !== "granted" || document.visibilityState === "visible") return;
   const row = list.rows.get(gid);
   new Notification("Download complete", { body: row ? row.name : gid });
+}
+
+/** Downloads a notification named, read again together (a few at a time), not the whole list. */
+const changed = new Set();
+let changedQueued = false;
+
+function queueChanged(gid) {
+  changed.add(gid);
+  if (changedQueued) return;
+  changedQueued = true;
+  setTimeout(async () => {
+    changedQueued = false;
+    const gids = [...changed];
+    changed.clear();
+    if (!client) return;
+    if (gids.length > 100) return refresh();
+    try {
+      const answers = await client.multicall(gids.map((gid) => ["aria2.tellStatus", gid, keys]));
+      const found = answers.filter((answer) => !(answer instanceof Error));
+      // One no longer known (its result forgotten elsewhere): the whole list tells.
+      if (found.length < answers.length) return queueRefresh(100);
+      if (list.update(found)) queueRender();
+    } catch {
+      // The connection's own handler reports a lost daemon.
+    }
+  }, 200);
 }
 
 function queueRefresh(after = 100) {
@@ -360,7 +387,8 @@ function viewChanged() {
 for (const id of ["filter", "sort"]) $(id).addEventListener("change", viewChanged);
 $("search").addEventListener("input", viewChanged);
 setInterval(pollActive, 1000);
-setInterval(refresh, 5000);
+// The whole list now and then: what no notification announces (another client's add, a move).
+setInterval(refresh, 15000);
 // Links shown are kept fresh even when nothing else changes.
 setInterval(queueRender, 60 * 1000);
 
