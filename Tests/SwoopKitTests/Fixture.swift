@@ -21,8 +21,10 @@ struct Fixture {
         var configuration = Configuration()
         configuration.retry.baseDelay = .milliseconds(10)
         configuration.retry.maxDelay = .milliseconds(50)
-        configuration.timeouts.connect = .seconds(5)
-        configuration.timeouts.idle = .seconds(5)
+        // Long enough for a fully loaded run (550 tests and a Chromium on two cores: a body waited over
+        // 5 s once); tests about timeouts set their own.
+        configuration.timeouts.connect = .seconds(15)
+        configuration.timeouts.idle = .seconds(15)
         configuration.lockDirectory = locks
         return Fixture(server: server, directory: directory, lockDirectory: locks, configuration: configuration)
     }

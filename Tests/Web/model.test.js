@@ -57,15 +57,15 @@ test("view filters by state, searches name and URL, sorts", () => {
   equal(list.counts().complete, 1);
 });
 
-test("ten thousand downloads: replace and view stay quick", () => {
+// How fast is for scripts/bench-page.py; here only that ten thousand are handled right.
+test("ten thousand downloads: counted, searched and paged", () => {
   const list = new DownloadList();
   const many = Array.from({ length: 10000 }, (_, i) => status(`g${i}`, i < 16 ? "active" : "waiting"));
-  const started = performance.now();
-  list.replace(many);
-  const rows = list.view({ search: "g99" });
-  const took = performance.now() - started;
-  equal(rows.length, 111);
-  ok(took < 500, `under 500 ms (took ${took.toFixed(0)} ms)`);
+  ok(list.replace(many), "filled");
+  equal(list.size, 10000);
+  equal(list.counts().active, 16);
+  equal(list.view({ search: "g99" }).length, 111);
+  equal(page(list.size, 99, 100), { index: 99, pages: 100, start: 9900, end: 10000 });
 });
 
 test("page: bounds kept in range", () => {
