@@ -92,6 +92,19 @@ def start_daemon(tool, swoop, work):
     sys.exit(f"bench-daemon: {tool} did not start: {process.stderr.read().decode()[-2000:]}")
 
 
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else float("nan")
+
+
+def cpu_over(pid, seconds):
+    """The share of a core process `pid` used over the next `seconds`."""
+    _, before = process_stats(pid)
+    time.sleep(seconds)
+    _, after = process_stats(pid)
+    return (after - before) / seconds
+
+
 def hammer(rpc, method, params, seconds):
     latencies = []
     deadline = time.monotonic() + seconds
@@ -99,10 +112,9 @@ def hammer(rpc, method, params, seconds):
         started = time.perf_counter()
         rpc.call(method, *params)
         latencies.append(time.perf_counter() - started)
-    latencies.sort()
     return {
-        "p50": latencies[len(latencies) // 2] * 1000,
-        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        "p50": percentile(latencies, 0.5) * 1000,
+        "p99": percentile(latencies, 0.99) * 1000,
         "rps": len(latencies) / seconds,
     }
 
@@ -119,6 +131,16 @@ def add_many(rpc, url, count, tool="swoop"):
             sys.exit(f"bench-daemon: {tool}: addUri failed: {failed[0]['error']}")
 
 
+def serve_slow_file(nginx, work, label):
+    """A 1 MiB file from a private nginx at `limit_rate 16k` (16 downloads of it stay transferring):
+    (nginx process, the file's URL)."""
+    os.makedirs(os.path.join(work, "www"), exist_ok=True)
+    benchlib.write_random(os.path.join(work, "www", "f.bin"), 1 << 20)
+    process, port, _ = benchlib.start_nginx(nginx, os.path.join(work, "nginx"), label=label,
+                                            server=f"root {work}/www;\n        limit_rate 16k;")
+    return process, f"http://127.0.0.1:{port}/f.bin"
+
+
 def measure(tool, swoop, url, count, seconds, work):
     process, rpc = start_daemon(tool, swoop, work)
     try:
@@ -129,10 +151,8 @@ def measure(tool, swoop, url, count, seconds, work):
         if int(stat["numActive"]) + int(stat["numWaiting"]) != count:
             sys.exit(f"bench-daemon: {tool}: {stat} after adding {count}")
         time.sleep(1)
-        rss0, cpu0 = process_stats(process.pid)
-        time.sleep(5)
-        rss, cpu1 = process_stats(process.pid)
-        idle_cpu = (cpu1 - cpu0) / 5
+        idle_cpu = cpu_over(process.pid, 5)
+        rss, _ = process_stats(process.pid)
         active = hammer(rpc, "aria2.tellActive", [], seconds)
         waiting = hammer(rpc, "aria2.tellWaiting", [0, 1000], seconds)
         if len(rpc.call("aria2.tellActive")) != 16 or len(rpc.call("aria2.tellWaiting", 0, 1000)) != min(1000, count - 16):
@@ -158,11 +178,7 @@ def main():
     parser.add_argument("--work")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="bench-daemon-", dir=os.path.expanduser("~"))
-    os.makedirs(os.path.join(work, "www"), exist_ok=True)
-    benchlib.write_random(os.path.join(work, "www", "f.bin"), 1 << 20)
-    nginx, port, _ = benchlib.start_nginx(args.nginx, os.path.join(work, "nginx"), label="bench-daemon",
-                                          server=f"root {work}/www;\n        limit_rate 16k;")
-    url = f"http://127.0.0.1:{port}/f.bin"
+    nginx, url = serve_slow_file(args.nginx, work, "bench-daemon")
     results = {"swoop": [], "aria2c": []}
     try:
         for run in range(args.runs):

@@ -81,20 +81,8 @@ def say(message):
     print(f"bench-page: {message}", file=sys.stderr, flush=True)
 
 
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else float("nan")
-
-
-def cpu_over(pid, seconds):
-    _, before = bench_daemon.process_stats(pid)
-    time.sleep(seconds)
-    _, after = bench_daemon.process_stats(pid)
-    return (after - before) / seconds
-
-
 def measure(process, page, count, seconds):
-    idle = cpu_over(process.pid, seconds)
+    idle = bench_daemon.cpu_over(process.pid, seconds)
     driver = browser.chromium(1280, 900)
     try:
         driver.execute_cdp_cmd("Page.setBypassCSP", {"enabled": True})
@@ -116,8 +104,8 @@ def measure(process, page, count, seconds):
             sys.exit(f"bench-page: the page shows {result['info']!r}, not {count} downloads")
         frames = result["frames"]
         renders = result["renders"] or [0.0]
-        return {"first": first, "p50": percentile(frames, 0.5), "p95": percentile(frames, 0.95), "max": max(frames),
-                "render_p95": percentile(renders, 0.95), "render_max": max(renders), "renders": len(result["renders"]),
+        return {"first": first, "p50": bench_daemon.percentile(frames, 0.5), "p95": bench_daemon.percentile(frames, 0.95), "max": max(frames),
+                "render_p95": bench_daemon.percentile(renders, 0.95), "render_max": max(renders), "renders": len(result["renders"]),
                 "long": len(result["longTasks"]), "rows": result["rows"], "idle_cpu": idle, "open_cpu": open_cpu}
     finally:
         driver.quit()
@@ -133,11 +121,7 @@ def main():
     parser.add_argument("--work")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="bench-page-", dir=os.path.expanduser("~"))
-    os.makedirs(os.path.join(work, "www"), exist_ok=True)
-    benchlib.write_random(os.path.join(work, "www", "f.bin"), 1 << 20)
-    nginx, port, _ = benchlib.start_nginx(args.nginx, os.path.join(work, "nginx"), label="bench-page",
-                                          server=f"root {work}/www;\n        limit_rate 16k;")
-    url = f"http://127.0.0.1:{port}/f.bin"
+    nginx, url = bench_daemon.serve_slow_file(args.nginx, work, "bench-page")
     process, rpc = bench_daemon.start_daemon("swoop", os.path.abspath(args.swoop), os.path.join(work, "swoop"))
     results = []
     try:

@@ -8,8 +8,7 @@ extension Aria2RPC {
     /// good for ``FileLinks/lifetime``.
     func fileLink(_ p: Parameters) async throws -> JSONValue {
         let id = try await p.gid(0, among: try await allIDs())
-        let details = try await manager.details(id: id)
-        guard details.record.state == .completed, let path = details.record.destinationPath else {
+        guard let path = Self.completedFile(of: try await manager.details(id: id)) else {
             throw RPCError.method("GID \(id.rawValue) is not complete: it has no file to link to")
         }
         let expires = Int(Date().timeIntervalSince1970 + FileLinks.lifetime)
@@ -22,10 +21,14 @@ extension Aria2RPC {
     /// following a link.
     public func finishedFile(id: String) async -> (path: String, name: String)? {
         guard Download.ID.isGID(id), let details = try? await manager.details(id: Download.ID(id)),
-            details.record.state == .completed, let path = details.record.destinationPath,
-            settings.roots.contains(directory: (path as NSString).deletingLastPathComponent)
+            let path = Self.completedFile(of: details), settings.roots.contains(directory: (path as NSString).deletingLastPathComponent)
         else { return nil }
         return (path, (path as NSString).lastPathComponent)
+    }
+
+    /// The file a download wrote, when it is complete.
+    private static func completedFile(of details: DownloadDetails) -> String? {
+        details.record.state == .completed ? details.record.destinationPath : nil
     }
 }
 

@@ -27,39 +27,14 @@ public struct FileLinks: Sendable {
         return "/files/\(id.rawValue)/\(encoded)?expires=\(expires)&signature=\(signature(id: id.rawValue, expires: expires))"
     }
 
-    /// Whether `signature` is this daemon's for `id` and `expires`, and `expires` is still ahead of `now`.
+    /// Whether `signature` is this daemon's for `id` and `expires` (compared in constant time), and
+    /// `expires` is still ahead of `now`.
     public func isValid(id: String, expires: String, signature: String, now: Date = Date()) -> Bool {
-        guard let seconds = Int(expires), Double(seconds) > now.timeIntervalSince1970,
-            let given = Self.bytes(hex: signature), given.count == SHA256.byteCount
-        else { return false }
-        return HMAC<SHA256>.isValidAuthenticationCode(given, authenticating: Self.message(id: id, expires: seconds), using: key)
+        guard let seconds = Int(expires), Double(seconds) > now.timeIntervalSince1970 else { return false }
+        return Aria2RPC.constantTimeEqual(signature, self.signature(id: id, expires: seconds))
     }
 
     private func signature(id: String, expires: Int) -> String {
-        HMAC<SHA256>.authenticationCode(for: Self.message(id: id, expires: expires), using: key).map { String(format: "%02x", $0) }.joined()
-    }
-
-    private static func message(id: String, expires: Int) -> Data {
-        Data("\(id)\n\(expires)".utf8)
-    }
-
-    private static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return bytes
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        default: nil
-        }
+        Hashing.hex(HMAC<SHA256>.authenticationCode(for: Data("\(id)\n\(expires)".utf8), using: key))
     }
 }

@@ -2,7 +2,6 @@
 static file server on 127.0.0.1 (port 0). Debian's chromium and chromium-driver are used as
 installed (Selenium is told where they are, so it never looks for a driver on the network)."""
 
-import functools
 import http.server
 import os
 import shutil

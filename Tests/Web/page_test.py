@@ -175,13 +175,19 @@ def main():
         label = driver.find_element(By.CSS_SELECTOR, "label[for=urls]").text
         check(label == "URLs", "the URL box is labelled URLs")
 
-        driver.find_element(By.ID, "urls").send_keys(f"{source}/a.bin\n{source}/b.bin")
-        driver.find_element(By.XPATH, "//button[normalize-space()='Add']").click()
+        def add(*names):
+            driver.find_element(By.ID, "urls").send_keys("\n".join(f"{source}/{name}" for name in names))
+            driver.find_element(By.XPATH, "//button[normalize-space()='Add']").click()
+
+        def check_byte_exact(name):
+            got = hashlib.sha256(open(os.path.join(out, name), "rb").read()).hexdigest()
+            check(got == hashlib.sha256(FILES[name]).hexdigest(), f"{name} is byte-exact")
+
+        add("a.bin", "b.bin")
         for name in ("a.bin", "b.bin"):
             wait(f"{name} reaches complete", lambda: state_of(driver, name) == "complete")
             wait(f"{name}'s progress bar says 100", lambda: progress_of(driver, name) == 100)
-            got = hashlib.sha256(open(os.path.join(out, name), "rb").read()).hexdigest()
-            check(got == hashlib.sha256(FILES[name]).hexdigest(), f"{name} is byte-exact")
+            check_byte_exact(name)
         href = wait("a.bin's name links to its file", lambda: file_link(driver, "a.bin"))
         check("token" not in href and "s3cret" not in href, f"the link carries no secret ({href})")
         with urllib.request.urlopen(href, timeout=10) as answer:
@@ -189,8 +195,7 @@ def main():
             check(answer.headers["Content-Disposition"].startswith("attachment;"), "as an attachment")
         driver.save_screenshot(os.path.join(args.artifacts, "1280-complete.png"))
 
-        driver.find_element(By.ID, "urls").send_keys(f"{source}/slow.bin")
-        driver.find_element(By.XPATH, "//button[normalize-space()='Add']").click()
+        add("slow.bin")
         wait("slow.bin is active and under way", lambda: state_of(driver, "slow.bin") == "active" and (progress_of(driver, "slow.bin") or 0) >= 5)
         driver.save_screenshot(os.path.join(args.artifacts, "1280-active.png"))
         item(driver, "slow.bin").find_element(By.CSS_SELECTOR, "button[aria-label='Pause slow.bin']").click()
@@ -199,8 +204,7 @@ def main():
         check(paused_at is not None and paused_at < 100, f"paused part way ({paused_at}%)")
         item(driver, "slow.bin").find_element(By.CSS_SELECTOR, "button[aria-label='Resume slow.bin']").click()
         wait("slow.bin completes after the resume", lambda: state_of(driver, "slow.bin") == "complete", 40)
-        got = hashlib.sha256(open(os.path.join(out, "slow.bin"), "rb").read()).hexdigest()
-        check(got == hashlib.sha256(FILES["slow.bin"]).hexdigest(), "slow.bin is byte-exact")
+        check_byte_exact("slow.bin")
         check(any(name == "slow.bin" and not header.startswith("bytes=0-") for name, header in ranges_seen),
               f"the resume asked for the rest with a Range ({[h for n, h in ranges_seen if n == 'slow.bin']})")
 

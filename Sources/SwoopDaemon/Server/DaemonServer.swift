@@ -56,10 +56,7 @@ struct DaemonServer {
             guard let given, rpc.isSecret(given) else {
                 // As slow to refuse as a JSON-RPC call with a wrong token: one guess a second.
                 try? await Task.sleep(for: JSONRPCEndpoint.unauthorizedDelay)
-                var headers = WebPage.plainHeaders
-                headers[.wwwAuthenticate] = "Bearer"
-                return Response(status: .unauthorized, headers: headers,
-                                body: .init(byteBuffer: ByteBuffer(string: "send the RPC secret as Authorization: Bearer SECRET\n")))
+                return WebPage.plain(.unauthorized, "send the RPC secret as Authorization: Bearer SECRET\n", headers: [.wwwAuthenticate: "Bearer"])
             }
             var headers = WebPage.plainHeaders
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
@@ -67,7 +64,7 @@ struct DaemonServer {
         }
         router.get("/healthz") { _, _ -> Response in
             // For a load balancer or a supervisor: up or not, nothing more (no token, no details).
-            Response(status: .ok, headers: WebPage.plainHeaders, body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+            WebPage.plain(.ok, "ok\n")
         }
         let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
         webSocketRouter.ws("/jsonrpc") { _, _ in

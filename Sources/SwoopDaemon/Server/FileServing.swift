@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOConcurrencyHelpers
@@ -21,10 +22,10 @@ enum FileServing {
     static func response(_ request: Request, id: String, rpc: Aria2RPC) async -> Response {
         let query = request.uri.queryParameters
         guard rpc.fileLinks.isValid(id: id, expires: String(query["expires"] ?? ""), signature: String(query["signature"] ?? "")) else {
-            return plain(.forbidden, "this link is not valid, or it has expired: get a new one from the page\n")
+            return WebPage.plain(.forbidden, "this link is not valid, or it has expired: get a new one from the page\n")
         }
         guard let (path, name) = await rpc.finishedFile(id: id) else {
-            return plain(.notFound, "no finished file for \(id)\n")
+            return WebPage.plain(.notFound, "no finished file for \(id)\n")
         }
         // Only a regular file is opened (a FIFO put in its place would block the open), and never
         // through a link (the open refuses one that appears meanwhile).
@@ -32,7 +33,7 @@ enum FileServing {
         let size: Int64
         do {
             guard let found = try await FileSystem.shared.info(forFileAt: FilePath(path), infoAboutSymbolicLink: true), found.type == .regular else {
-                return plain(.notFound, "\(name) is no longer a regular file\n")
+                return WebPage.plain(.notFound, "\(name) is no longer a regular file\n")
             }
             file = OpenFile(try await FileSystem.shared.openFile(
                 forReadingAt: FilePath(path), options: OpenOptions.Read(followSymbolicLinks: false, closeOnExec: true)
@@ -40,11 +41,11 @@ enum FileServing {
             let info = try? await file.handle.info()
             guard let info, info.type == .regular else {
                 await file.close()
-                return plain(.notFound, "\(name) is no longer a regular file\n")
+                return WebPage.plain(.notFound, "\(name) is no longer a regular file\n")
             }
             size = info.size
         } catch {
-            return plain(.notFound, "cannot open \(name): it was moved, removed or replaced by a link\n")
+            return WebPage.plain(.notFound, "cannot open \(name): it was moved, removed or replaced by a link\n")
         }
         var headers = WebPage.securityHeaders
         headers[.contentType] = "application/octet-stream"
@@ -109,21 +110,16 @@ enum FileServing {
         }
     }
 
+    /// RFC 3986's unreserved characters: all a name keeps unencoded in `filename*`.
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
     /// `attachment` with the name twice: plain ASCII for old clients, RFC 5987 UTF-8 for the rest.
     static func contentDisposition(_ name: String) -> String {
         let ascii = String(name.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
-        var encoded = ""
-        for byte in name.utf8 {
-            let unreserved = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || "-._~".utf8.contains(byte)
-            encoded += unreserved ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
-        }
+        let encoded = name.addingPercentEncoding(withAllowedCharacters: Self.unreserved) ?? ""
         return "attachment; filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)"
     }
 
-    private static func plain(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response(status: status, headers: WebPage.plainHeaders, body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
 }
 
 /// An open file that is closed whatever happens to the answer: by the body once it is written, or,

@@ -45,11 +45,16 @@ enum WebPage {
         return headers
     }
 
+    /// A plain-text answer with the page's headers.
+    static func plain(_ status: HTTPResponse.Status, _ text: String, headers extra: HTTPFields = [:]) -> Response {
+        var headers = plainHeaders
+        headers.append(contentsOf: extra)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
     /// The file at `path`, or 404.
     static func response(for path: String) -> Response {
-        guard let file = files[path] else {
-            return Response(status: .notFound, headers: plainHeaders, body: .init(byteBuffer: ByteBuffer(string: "not found: \(path)\n")))
-        }
+        guard let file = files[path] else { return plain(.notFound, "not found: \(path)\n") }
         var headers = securityHeaders
         headers[.contentType] = file.contentType
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))

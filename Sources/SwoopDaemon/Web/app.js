@@ -2,13 +2,13 @@
 // model.js and rpc.js (logic, tested on their own), listview.js (the rows), details.js (one
 // download); this file connects them to the daemon and to the controls.
 import { rate, sizeOption, stateWord } from "./format.js";
-import { DownloadList, SpeedHistory } from "./model.js";
+import { DownloadList, SpeedHistory, states } from "./model.js";
 import { RPCClient, RPCError, socketURL } from "./rpc.js";
 import { ListView } from "./listview.js";
 import { showDetails } from "./details.js";
 
 const $ = (id) => document.getElementById(id);
-const keys = ["gid", "status", "totalLength", "completedLength", "downloadSpeed", "connections", "errorMessage", "errorCode", "dir", "files"];
+const keys = ["gid", "status", "totalLength", "completedLength", "downloadSpeed", "connections", "errorMessage", "files"];
 const list = new DownloadList();
 const speeds = new SpeedHistory(300);
 /** Signed links to finished files (swoop.getFileLink), by GID, with when to ask again. */
@@ -30,13 +30,13 @@ const view = new ListView(
     selectAll: $("select-all"), selectedCount: $("selected-count"),
   },
   {
-    changed: () => queueRender(),
+    changed: queueRender,
     act: (method, gid) => act([[method, gid]]),
-    remove: (gids, withFiles) => remove(gids, withFiles),
+    remove,
     move: (gid, by) => act([["aria2.changePosition", gid, by, "POS_CUR"]]),
-    details: (gid) => openDetails(gid),
-    link: (gid) => freshLink(gid),
-    open: (gid) => openFile(gid),
+    details: openDetails,
+    link: freshLink,
+    open: openFile,
   },
 );
 
@@ -77,10 +77,10 @@ async function connect(token, delay = 1000) {
   let ready = false;
   attempt.onNotification = (method, params) => {
     const gid = params[0] && params[0].gid;
-    if (gid) note(gid, method.replace("aria2.onDownload", "").toLowerCase());
-    if (method === "aria2.onDownloadComplete" && gid) notifyComplete(gid);
-    if (gid) queueChanged(gid);
-    else queueRefresh(500);
+    if (!gid) return queueRefresh(500);
+    note(gid, method.replace("aria2.onDownload", "").toLowerCase());
+    if (method === "aria2.onDownloadComplete") notifyComplete(gid);
+    queueChanged(gid);
   };
   attempt.onClose = () => {
     if (client !== attempt || !ready) return;
@@ -176,7 +176,7 @@ async function refresh() {
     stat = global instanceof Error ? stat : global;
     // The first listing is drawn even when empty ("No downloads yet.").
     if (list.replace([...active, ...waiting, ...stopped]) || !listed) queueRender();
-    else renderGlobal();
+    else renderSpeed();
     listed = true;
   } catch (error) {
     if (client && !$("app").hidden) $("connection").textContent = `Cannot list the downloads: ${error.message}`;
@@ -196,7 +196,7 @@ async function pollActive() {
       speeds.add(global.downloadSpeed);
     }
     if (!(active instanceof Error) && list.update(active)) queueRender();
-    else renderGlobal();
+    else renderSpeed();
   } catch {
     // The connection's own handler reports a lost daemon.
   } finally {
@@ -213,30 +213,30 @@ function queueRender() {
   });
 }
 
-function renderGlobal() {
+/** The total speed and its graph: they change with each poll. */
+function renderSpeed() {
   if (!stat) return;
   $("speed").textContent = rate(stat.downloadSpeed);
   $("graph-line").setAttribute("points", speeds.points(300, 60));
-  const counts = list.counts();
-  $("counts").textContent = ["active", "waiting", "paused", "complete", "error", "removed"]
-    .map((state) => `${counts[state] || 0} ${stateWord(state)}`).join(" · ");
 }
 
 function render() {
-  renderGlobal();
+  renderSpeed();
+  const counts = list.counts();
+  $("counts").textContent = states.map((state) => `${counts[state]} ${stateWord(state)}`).join(" · ");
   const rows = list.view({ state: $("filter").value, search: $("search").value, sort: $("sort").value });
   view.render(rows, list.rows, list.size);
-  if (view.shown.some((row) => row.state === "complete" && !hasFreshAnswer(row.gid))) queueLinks(view.shown);
+  queueLinks(view.shown);
+}
+
+/** The answer about a file's link while it is fresh: `{url}` (`null` when it was refused), else `null`. */
+function freshEntry(gid) {
+  const link = links.get(gid);
+  return link && link.until > Date.now() ? link : null;
 }
 
 function freshLink(gid) {
-  const link = links.get(gid);
-  return link && link.until > Date.now() ? link.url : null;
-}
-
-function hasFreshAnswer(gid) {
-  const link = links.get(gid);
-  return Boolean(link && link.until > Date.now());
+  return freshEntry(gid)?.url ?? null;
 }
 
 /** A click on a finished file: a link made now (the one shown may be old), then the download. */
@@ -253,8 +253,9 @@ async function openFile(gid) {
 /** Asks for links to the finished files shown (links last an hour; asked again after 50 minutes). */
 function queueLinks(rows) {
   if (linksQueued || !client) return;
+  const wanted = rows.filter((row) => row.state === "complete" && !freshEntry(row.gid)).map((row) => row.gid);
+  if (wanted.length === 0) return;
   linksQueued = true;
-  const wanted = rows.filter((row) => row.state === "complete" && !hasFreshAnswer(row.gid)).map((row) => row.gid);
   client.multicall(wanted.map((gid) => ["swoop.getFileLink", gid])).then((answers) => {
     answers.forEach((answer, index) => {
       // A refusal is remembered for a minute: no asking again every frame.
@@ -310,11 +311,19 @@ async function loadLimits() {
   }
 }
 
+/** A field's text, trimmed. */
+const value = (id) => $(id).value.trim();
+/** A box's non-blank lines, trimmed. */
+const lines = (id) => $(id).value.split("\n").map((line) => line.trim()).filter((line) => line.length > 0);
+
+/** The aria2 options named by the fields that hold something: [[field id, option name]]. */
+function optionsFrom(fields) {
+  return Object.fromEntries(fields.filter(([id]) => value(id)).map(([id, name]) => [name, value(id)]));
+}
+
 async function applyLimits(event) {
   event.preventDefault();
-  const options = {};
-  if ($("max-concurrent").value.trim()) options["max-concurrent-downloads"] = $("max-concurrent").value.trim();
-  if ($("max-speed").value.trim()) options["max-overall-download-limit"] = $("max-speed").value.trim();
+  const options = optionsFrom([["max-concurrent", "max-concurrent-downloads"], ["max-speed", "max-overall-download-limit"]]);
   try {
     await client.call("aria2.changeGlobalOption", options);
     $("limits-error").textContent = "";
@@ -330,17 +339,15 @@ async function add(event) {
     $("add-error").textContent = "Not connected to the daemon.";
     return;
   }
-  const urls = $("urls").value.split("\n").map((line) => line.trim()).filter((line) => line.length > 0);
-  const value = (id) => $(id).value.trim();
-  const headers = $("add-headers").value.split("\n").map((line) => line.trim()).filter((line) => line.length > 0);
+  const urls = lines("urls");
+  const headers = lines("add-headers");
   if (value("add-out") && urls.length > 1) {
     $("add-error").textContent = "A file name applies to one URL only.";
     return;
   }
-  const options = {};
-  for (const [id, name] of [["add-dir", "dir"], ["add-out", "out"], ["add-split", "split"], ["add-limit", "max-download-limit"], ["add-checksum", "checksum"]]) {
-    if (value(id)) options[name] = value(id);
-  }
+  const options = optionsFrom([
+    ["add-dir", "dir"], ["add-out", "out"], ["add-split", "split"], ["add-limit", "max-download-limit"], ["add-checksum", "checksum"],
+  ]);
   if (headers.length > 0) options.header = headers;
   const answers = await client.multicall(urls.map((url) => ["aria2.addUri", [url], options])).catch((error) => urls.map(() => error));
   const failures = answers.map((answer, index) => (answer instanceof Error ? `${urls[index]}: ${answer.message}` : null)).filter(Boolean);
@@ -378,14 +385,9 @@ if ("Notification" in window && Notification.permission === "default") {
   $("notify").hidden = false;
   $("notify").addEventListener("click", () => Notification.requestPermission().then(() => { $("notify").hidden = true; }));
 }
-// Another view of the list: back to its first page, and nothing selected that is not in sight.
-function viewChanged() {
-  view.pageIndex = 0;
-  view.selected.clear();
-  queueRender();
-}
-for (const id of ["filter", "sort"]) $(id).addEventListener("change", viewChanged);
-$("search").addEventListener("input", viewChanged);
+// Another view of the list starts at its first page.
+for (const id of ["filter", "sort"]) $(id).addEventListener("change", () => view.show(0));
+$("search").addEventListener("input", () => view.show(0));
 setInterval(pollActive, 1000);
 // The whole list now and then: what no notification announces (another client's add, a move).
 setInterval(refresh, 15000);

@@ -1,13 +1,11 @@
 // The detail view of one download: swoop.getDetails (sources, file, validators, segments, the
 // retry under way, the last error) and what this page saw happen to it.
 import { bytes, percent, stateWord } from "./format.js";
+import { element } from "./listview.js";
+import { baseName } from "./model.js";
 
 function item(list, term, value) {
-  const dt = document.createElement("dt");
-  dt.textContent = term;
-  const dd = document.createElement("dd");
-  dd.textContent = value;
-  list.append(dt, dd);
+  list.append(element("dt", "", term), element("dd", "", value));
 }
 
 /** Fills and opens the dialog. `history` is [{at, text}] in the order seen. */
@@ -30,20 +28,14 @@ export function showDetails(dialog, details, history) {
   if (details.retry) item(list, "Retry", `${details.retry.attempt} of ${details.retry.maxRetries}: ${details.retry.reason}`);
   if (details.lastError) item(list, "Last error", details.lastError);
   item(list, "Added", new Date(details.createdAt * 1000).toLocaleString());
-  for (const segment of details.segments || []) {
-    const li = document.createElement("li");
+  const parts = (details.segments || []).map((segment) => {
     const size = Number(segment.end) - Number(segment.start);
-    li.textContent = `${bytes(segment.start)}–${bytes(segment.end)}: ${percent(Number(segment.written), size) ?? 0}% written`;
-    segments.append(li);
-  }
-  if (segments.children.length === 0) segments.append(Object.assign(document.createElement("li"), { textContent: "one stream, no segments" }));
-  for (const entry of history) {
-    const li = document.createElement("li");
-    li.textContent = `${entry.at.toLocaleTimeString()} ${entry.text}`;
-    events.append(li);
-  }
-  if (events.children.length === 0) events.append(Object.assign(document.createElement("li"), { textContent: "nothing seen since this page opened" }));
-  const name = details.path ? details.path.split("/").pop() : decodeURIComponent(details.url.split(/[?#]/)[0].split("/").pop() || details.url);
+    return `${bytes(segment.start)}–${bytes(segment.end)}: ${percent(Number(segment.written), size) ?? 0}% written`;
+  });
+  segments.append(...(parts.length > 0 ? parts : ["one stream, no segments"]).map((text) => element("li", "", text)));
+  const seen = history.map((entry) => `${entry.at.toLocaleTimeString()} ${entry.text}`);
+  events.append(...(seen.length > 0 ? seen : ["nothing seen since this page opened"]).map((text) => element("li", "", text)));
+  const name = details.path ? details.path.split("/").pop() : baseName(details.url.split(/[?#]/)[0]) || details.url;
   dialog.querySelector("h2").textContent = `Details: ${name}`;
   if (!dialog.open) dialog.showModal();
 }

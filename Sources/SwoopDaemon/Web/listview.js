@@ -5,7 +5,7 @@ import { page } from "./model.js";
 
 export const pageSize = 100;
 
-function element(tag, className, text) {
+export function element(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
   if (text !== undefined) node.textContent = text;
@@ -33,8 +33,8 @@ export class ListView {
     this.selected = new Set();
     this.pageIndex = 0;
     this.shown = [];
-    root.previous.addEventListener("click", () => this.turn(-1));
-    root.next.addEventListener("click", () => this.turn(1));
+    root.previous.addEventListener("click", () => this.show(this.pageIndex - 1));
+    root.next.addEventListener("click", () => this.show(this.pageIndex + 1));
     root.selectAll.addEventListener("change", () => {
       for (const row of this.shown) {
         if (root.selectAll.checked) this.selected.add(row.gid);
@@ -44,9 +44,9 @@ export class ListView {
     });
   }
 
-  turn(by) {
-    this.pageIndex += by;
-    // Only what is in sight stays selected.
+  /** Page `index` (from 0) of the rows, nothing selected: only what is in sight may be. */
+  show(index) {
+    this.pageIndex = index;
     this.selected.clear();
     this.handlers.changed();
   }
@@ -155,11 +155,13 @@ export class ListView {
     item.pause.hidden = !(row.state === "active" || row.state === "waiting");
     item.resume.hidden = row.state !== "paused";
     item.up.hidden = item.down.hidden = row.state !== "waiting" && row.state !== "paused";
-    for (const [node, verb] of [[item.check, "Select"], [item.pause, "Pause"], [item.resume, "Resume"], [item.remove, "Remove"],
-      [item.details, "Details of"], [item.up, "Move up"], [item.down, "Move down"]]) {
-      node.setAttribute("aria-label", `${verb} ${row.name}`);
+    if (item.labelledAs !== row.name) {
+      item.labelledAs = row.name;
+      for (const [node, verb] of [[item.check, "Select"], [item.pause, "Pause"], [item.resume, "Resume"], [item.remove, "Remove"],
+        [item.details, "Details of"], [item.up, "Move up"], [item.down, "Move down"], [item.track, "Progress of"]]) {
+        node.setAttribute("aria-label", `${verb} ${row.name}`);
+      }
     }
-    item.track.setAttribute("aria-label", `Progress of ${row.name}`);
     if (done === null) item.track.removeAttribute("aria-valuenow");
     else item.track.setAttribute("aria-valuenow", String(done));
     item.fillBar.style.width = `${done ?? 0}%`;

@@ -15,18 +15,16 @@ export function row(status) {
     state: status.status,
     name: baseName(path) || baseName(url.split(/[?#]/)[0]) || url || status.gid,
     url,
-    path,
-    dir: status.dir || "",
     total: Number(status.totalLength) || 0,
     done: Number(status.completedLength) || 0,
     speed: Number(status.downloadSpeed) || 0,
     connections: Number(status.connections) || 0,
     error: status.errorMessage || "",
-    errorCode: status.errorCode || "",
   };
 }
 
-function baseName(path) {
+/** The last part of a path or URL path, percent-decoded where it can be. */
+export function baseName(path) {
   const parts = String(path).split("/").filter((part) => part.length > 0);
   if (parts.length === 0) return "";
   try {
@@ -90,7 +88,7 @@ export class DownloadList {
   /** Counts by state. */
   counts() {
     const counts = Object.fromEntries(states.map((state) => [state, 0]));
-    for (const gid of this.order) counts[this.rows.get(gid).state] = (counts[this.rows.get(gid).state] || 0) + 1;
+    for (const row of this.rows.values()) counts[row.state] = (counts[row.state] || 0) + 1;
     return counts;
   }
 
@@ -108,7 +106,7 @@ export class DownloadList {
       speed: (a, b) => b.speed - a.speed,
       size: (a, b) => b.total - a.total,
     }[sort];
-    if (by) rows = rows.slice().sort(by);
+    if (by) rows.sort(by);
     return rows;
   }
 }

@@ -48,9 +48,7 @@ export class RPCClient {
         resolve();
       };
       socket.onmessage = (event) => this.receive(event.data);
-      socket.onerror = () => {
-        if (!opened) reject(new Error(`cannot connect to ${this.url}`));
-      };
+      // An error is always followed by a close, which says it.
       socket.onclose = () => {
         this.failAll(new Error("the connection to the daemon closed"));
         if (!opened) reject(new Error(`cannot connect to ${this.url}`));

@@ -1,6 +1,6 @@
 import Crypto
 
-enum Hashing {
+public enum Hashing {
     static func sha256Hex(_ text: String) -> String {
         hex(sha256(text))
     }
@@ -11,7 +11,7 @@ enum Hashing {
     }
 
     /// Lower-case hex of a digest's bytes.
-    static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+    public static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         for byte in bytes {
