@@ -65,7 +65,7 @@ struct DownloadSession {
         let service = DownloadService(manager: manager)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "downloads")],
                 logger: Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
             )
         )

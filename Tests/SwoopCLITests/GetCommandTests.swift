@@ -186,6 +186,32 @@ struct GetCommandTests: CLISuite {
         #expect(["get", "resume", "limit-rate", "no-clobber"].allSatisfy { result.stdout.contains($0) })
     }
 
+    /// A command line naming a subcommand is parsed by that subcommand alone (quicker); help, usage
+    /// and mistakes still name `swoop`, as ArgumentParser's root parse words them.
+    @Test func helpAndUsageNameSwoopWhicheverWayTheLineIsParsed() async throws {
+        defer { stop() }
+        let root = try await SwoopBinary.run(["--help"], in: self.root)
+        #expect(root.status == 0)
+        #expect(root.stdout.contains("USAGE: swoop <subcommand>"))
+        #expect(root.stdout.contains("get (default)"))
+        for arguments in [["get", "--help"], ["get", "-h"], ["help", "get"]] {
+            let help = try await SwoopBinary.run(arguments, in: self.root)
+            #expect(help.status == 0, "\(arguments)")
+            #expect(help.stdout.contains("USAGE: swoop get [<options>] [<urls> ...]"), "\(arguments)")
+        }
+        let version = try await SwoopBinary.run(["get", "--version"], in: self.root)
+        #expect(version.status == 0)
+        #expect(version.stdoutLines.count == 1)
+        let bad = try await SwoopBinary.run(["get", "--no-such-option", "http://127.0.0.1:9/x"], in: self.root)
+        #expect(bad.status == 2)
+        #expect(bad.stderrLines.first == "swoop: error: Unknown option '--no-such-option'")
+        #expect(bad.stderrLines.contains("Usage: swoop get [<options>] [<urls> ...]"))
+        // Reported once by validation, not again by the root parse.
+        let rate = try await SwoopBinary.run(["--limit-rate", "fast", "http://127.0.0.1:9/x"], in: self.root)
+        #expect(rate.status == 2)
+        #expect(rate.stderrLines == ["swoop: error: invalid --limit-rate 'fast': give bytes per second such as 500K, 2M or 1G (0 for no limit)"])
+    }
+
     @Test func habitsOfCurlWgetAndAria2Users() async throws {
         defer { stop() }
         let body = serve("/h.bin", size: 5_000)

