@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""scripts/bench-many.py — many small files, 16 at once (issue 4, benchmark (c)).
+"""scripts/bench-many.py — many small files, 16 at once (issues 4 and 14).
 
 Run by scripts/bench (BENCH_SUITES="many"), or directly:
 
-    python3 scripts/bench-many.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--count 2000] [--size 64K]
+    python3 scripts/bench-many.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--count 2000] [--size 65536] [--work DIR]
 
 A private nginx on 127.0.0.1 serves COUNT files of SIZE bytes. Each tool fetches them all with 16
-at once: `swoop get -i LIST -j 16`, `aria2c -i LIST -j 16`, `curl --parallel --parallel-max 16`.
-Every output is checked by sha-256 (one digest for all: the files are the same bytes). Each tool runs
-RUNS times (3), the rounds in rotated order, each run into a fresh directory. Prints the median run's
-wall time, files per second, CPU seconds, peak RSS and the ratio to aria2c as a Markdown table.
+at once: `swoop get -i LIST -j 16`, `aria2c -i LIST -j 16`, `curl --parallel --parallel-max 16`,
+and `curl+sync`: the same curl followed by `sync -f` of the directory, the durability Swoop gives
+(every file flushed before it has its name). Every output is checked by sha-256 (one digest for
+all: the files are the same bytes). Each tool runs RUNS times (3), the rounds in rotated order,
+each run into a fresh directory under --work (a tmpfs measures the engine, a disk the flushes).
+Prints the median run's wall time, files per second, CPU seconds and peak RSS, and Swoop's
+same-run ratios to curl and curl+sync (median over runs), as a Markdown table.
 """
 
 import argparse
@@ -18,13 +21,14 @@ import benchlib
 import hashlib
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 
-TOOLS = ["swoop", "aria2c", "curl"]
+TOOLS = ["swoop", "curl", "curl+sync", "aria2c"]
 
 
 def say(message):
@@ -46,7 +50,9 @@ def main():
     parser.add_argument("--size", type=int, default=64 * 1024)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work")
+    parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS))
     args = parser.parse_args()
+    tools = args.tools.split(",")
     work = args.work or tempfile.mkdtemp(prefix="swoop-bench-many.")
     www = os.path.join(work, "www")
     os.makedirs(www, exist_ok=True)
@@ -61,35 +67,41 @@ def main():
     listing = os.path.join(work, "urls.txt")
     with open(listing, "w") as f:
         f.write("\n".join(urls) + "\n")
-    rows = {tool: [] for tool in TOOLS}
+    rows = {tool: [] for tool in tools}
     try:
         for run in range(args.runs):
             # Each round starts with a different tool; every run writes into a fresh directory and
             # nothing is deleted until the end: ext4 scans past recently deleted inodes when it
             # creates files, which would slow whichever tool runs after a deletion.
-            for tool in TOOLS[run % len(TOOLS):] + TOOLS[:run % len(TOOLS)]:
+            for tool in tools[run % len(tools):] + tools[:run % len(tools)]:
                 rows[tool].append(run_tool(tool, args, work, run, listing, urls, names, digest))
     finally:
         benchlib.stop_nginx(nginx)
         for run in range(args.runs):
-            for tool in TOOLS:
+            for tool in tools:
                 shutil.rmtree(os.path.join(work, f"out-{tool}-{run}"), ignore_errors=True)
             shutil.rmtree(os.path.join(work, f"state-{run}"), ignore_errors=True)
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     # The median run of each tool by wall time.
     medians = {tool: sorted(runs)[len(runs) // 2] for tool, runs in rows.items()}
-    aria = medians["aria2c"]
-    print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive; median of {args.runs})")
+    print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive; median of {args.runs}; into {work})")
     print()
-    print("| tool | wall s | files/s | vs aria2c | CPU s | CPU s/GiB | peak RSS MiB | all runs (wall s) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    gib = args.count * args.size / (1 << 30)
-    for tool in TOOLS:
+    print("| tool | wall s | files/s | CPU s | peak RSS MiB | all runs (wall s) |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for tool in tools:
         wall, cpu, rss = medians[tool]
-        rate = args.count / wall
         runs = ", ".join(f"{r[0]:.2f}" for r in rows[tool])
-        print(f"| {tool} | {wall:.2f} | {rate:.0f} | {rate / (args.count / aria[0]):.2f} | {cpu:.2f} | {cpu / gib:.1f} | {rss:.1f} | {runs} |")
+        print(f"| {tool} | {wall:.2f} | {args.count / wall:.0f} | {cpu:.2f} | {rss:.1f} | {runs} |")
+    if "swoop" in rows:
+        print()
+        for other in [t for t in tools if t != "swoop"]:
+            walls = [s[0] / o[0] for s, o in zip(rows["swoop"], rows[other])]
+            cpus = [s[1] / o[1] for s, o in zip(rows["swoop"], rows[other]) if o[1] > 0]
+            line = f"swoop/{other}, same run: wall {statistics.median(walls):.2f}"
+            if cpus:
+                line += f", CPU {statistics.median(cpus):.2f}"
+            print(line + f" (runs: {', '.join(f'{w:.2f}' for w in walls)})  ")
 
 
 def run_tool(tool, args, work, run, listing, urls, names, digest):
@@ -104,6 +116,8 @@ def run_tool(tool, args, work, run, listing, urls, names, digest):
         cmd = ["aria2c", "-q", "-i", listing, "-j", "16", "--file-allocation=none", "-d", out]
     else:
         cmd = ["curl", "-s", "-f", "--parallel", "--parallel-max", "16", "--remote-name-all", "--output-dir", out] + urls
+        if tool == "curl+sync":
+            cmd = ["sh", "-c", 'curl "$@" && exec sync -f "$0"', out] + cmd[1:]
     subprocess.run(["sync"])
     wall, cpu, rss = benchlib.timed(cmd, out, f"bench-many: {tool}")
     for name in names:

@@ -168,10 +168,11 @@ struct ProxyTests {
     @Test func unreachableProxyIsNamed() async throws {
         let fixture = try await Fixture.make()
         defer { fixture.stop() }
-        // A port nothing listens on: bind a proxy, note its port, stop it.
-        let gone = try await TestProxy.start()
-        let port = gone.port
-        try await gone.shutdown()
+        // A port held but not listening: refused, and no other test's server can take it meanwhile
+        // (a stopped proxy's port was taken by another test's proxy once, in a full run).
+        let held = try TestPort(listening: false)
+        let port = held.port
+        defer { withExtendedLifetime(held) {} }
         fixture.serve("/x.bin", size: 100)
         let (result, _) = await fixture.download(try fixture.request("/x.bin"), configuration: configuration(fixture, proxy: "127.0.0.1:\(port)"))
         guard case .failure(let error) = result else {
