@@ -5,7 +5,8 @@ import PackageDescription
 /// `swift build --static-swift-stdlib` does, for the README's `swift run -c release`): `--version` in
 /// 5.5 ms instead of 8.7, resolving no Swift library at load time. Objects compiled against the
 /// shared Foundation name only `Foundation`, so the static archives it needs are named here (for
-/// this toolchain's `usr/lib/swift_static`), in one group; libxml2 is the system's.
+/// this toolchain's `usr/lib/swift_static`), in one group. No FoundationXML: it would load libxml2
+/// (and libicuuc, liblzma) at every start (`XMLReader` reads Metalink files).
 ///
 /// `--no-export-dynamic`: SwiftPM exports every symbol of an executable (45,000 here), and the Swift
 /// runtime's start-up `dladdr` scans them all; no one links against `swoop`. Start-up 0.85 ms less
@@ -19,9 +20,8 @@ import PackageDescription
 /// 21 MiB of the binary resident for a 1 KiB `get`. Peak RSS of that `get` 34 → 25 MiB.
 let staticRuntime = ["-static-stdlib", "-Xlinker", "--start-group"]
     + [
-        "FoundationXML", "FoundationNetworking", "Foundation", "FoundationInternationalization", "FoundationEssentials",
-        "_FoundationICU", "_FoundationCShims", "_FoundationCollections", "CoreFoundation", "_CFXMLInterface",
-        "_CFURLSessionInterface", "xml2",
+        "FoundationNetworking", "Foundation", "FoundationInternationalization", "FoundationEssentials",
+        "_FoundationICU", "_FoundationCShims", "_FoundationCollections", "CoreFoundation", "_CFURLSessionInterface",
     ].flatMap { ["-Xlinker", "-l\($0)"] }
     + ["-Xlinker", "--end-group", "-Xlinker", "--no-export-dynamic"]
     + ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"]

@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
-
 /// Metalink files (RFC 5854, and the older 3.0 format): files with their mirrors, sizes and hashes,
 /// as `swoop get --metalink FILE` reads them. Parsing only; the requests are made by the caller.
 public enum Metalink {
@@ -26,12 +22,19 @@ public enum Metalink {
     /// - Throws: ``SwoopError/Code/invalidArgument`` naming `source` when it is not XML, has no file
     ///   with a URL, or a file's name or hash is not usable.
     public static func parse(_ data: Data, source: String) throws -> [File] {
-        let reader = Reader()
-        let parser = XMLParser(data: data)
-        parser.delegate = reader
-        guard parser.parse() else {
-            let reason = parser.parserError.map { "\($0.localizedDescription)" } ?? "not XML"
-            throw SwoopError(.invalidArgument, "cannot read Metalink \(source) (line \(parser.lineNumber)): \(reason)")
+        let events: [XMLReader.Event]
+        do {
+            events = try XMLReader.events(of: Array(data))
+        } catch {
+            throw SwoopError(.invalidArgument, "cannot read Metalink \(source) (line \(error.line)): \(error.reason)")
+        }
+        var reader = Reader()
+        for event in events {
+            switch event {
+            case .start(let name, let attributes): reader.start(name, attributes: attributes)
+            case .text(let text): reader.text += text
+            case .end(let name): reader.end(name)
+            }
         }
         if let problem = reader.problem { throw SwoopError(.invalidArgument, "Metalink \(source): \(problem)") }
         let files = reader.files.filter { !$0.urls.isEmpty }
@@ -40,7 +43,7 @@ public enum Metalink {
     }
 
     /// Collects `<file>` elements and what they hold.
-    private final class Reader: NSObject, XMLParserDelegate {
+    private struct Reader {
         struct Pending {
             var name: String
             var size: Int?
@@ -50,24 +53,17 @@ public enum Metalink {
 
         var files: [File] = []
         var problem: String?
+        var text = ""
         private var current: Pending?
-        private var text = ""
         private var attributes: [String: String] = [:]
 
-        func parser(
-            _ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
-            attributes: [String: String] = [:]
-        ) {
+        mutating func start(_ element: String, attributes: [String: String]) {
             text = ""
             self.attributes = attributes
             if local(element) == "file" { current = Pending(name: attributes["name"] ?? "") }
         }
 
-        func parser(_ parser: XMLParser, foundCharacters string: String) {
-            text += string
-        }
-
-        func parser(_ parser: XMLParser, didEndElement element: String, namespaceURI: String?, qualifiedName: String?) {
+        mutating func end(_ element: String) {
             let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
             switch local(element) {
             case "url" where current != nil && (value.lowercased().hasPrefix("http://") || value.lowercased().hasPrefix("https://")):
@@ -89,7 +85,7 @@ public enum Metalink {
             text = ""
         }
 
-        private func finish(_ pending: Pending) {
+        private mutating func finish(_ pending: Pending) {
             guard FileNaming.sanitize(pending.name) == pending.name, !pending.name.isEmpty else {
                 problem = problem ?? "the file name '\(pending.name)' is not a plain file name"
                 return
