@@ -1,6 +1,22 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+#if canImport(Glibc)
+import Glibc
+
+/// Whether this machine's glibc reads packed relative relocations (DT_RELR, glibc 2.36): an older
+/// one refuses to start a binary that has them.
+let glibcReadsPackedRelocations: Bool = {
+    var text = [CChar](repeating: 0, count: 64)
+    guard confstr(Int32(_CS_GNU_LIBC_VERSION), &text, text.count) > 0 else { return false }
+    // "glibc 2.36"
+    let numbers = String(cString: text).split(separator: " ").last?.split(separator: ".").compactMap { Int($0) } ?? []
+    return numbers.count >= 2 && (numbers[0], numbers[1]) >= (2, 36)
+}()
+#else
+let glibcReadsPackedRelocations = false
+#endif
+
 /// Linker flags for a release binary that carries the Swift runtime and Foundation in itself (as
 /// `swift build --static-swift-stdlib` does, for the README's `swift run -c release`): `--version` in
 /// 5.5 ms instead of 8.7, resolving no Swift library at load time. Objects compiled against the
@@ -14,18 +30,23 @@ import PackageDescription
 /// more, at the cost of address-space randomization for a program that parses what servers send).
 ///
 /// Memory: lld (the toolchain's) instead of gold, for two things gold lacks. Packed relative
-/// relocations (`-z pack-relative-relocs`, glibc 2.36+): the loader reads 27 KiB of them instead of
-/// 3.3 MiB. And `linker/swoop.order` (made by `scripts/make-order.py`), the functions common commands
-/// run, laid out together: the kernel maps 64 KiB around each page fault, so scattered code had
-/// 21 MiB of the binary resident for a 1 KiB `get`. Peak RSS of that `get` 34 → 25 MiB.
-let staticRuntime = ["-static-stdlib", "-Xlinker", "--start-group"]
-    + [
-        "FoundationNetworking", "Foundation", "FoundationInternationalization", "FoundationEssentials",
-        "_FoundationICU", "_FoundationCShims", "_FoundationCollections", "CoreFoundation", "_CFURLSessionInterface",
-    ].flatMap { ["-Xlinker", "-l\($0)"] }
-    + ["-Xlinker", "--end-group", "-Xlinker", "--no-export-dynamic"]
-    + ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"]
-    + ["-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/linker/swoop.order", "-Xlinker", "--no-warn-symbol-ordering"]
+/// relocations (`-z pack-relative-relocs`, where glibc is 2.36 or later): the loader reads 27 KiB of
+/// them instead of 3.3 MiB. And `linker/swoop.order` (made by `scripts/make-order.py`): the functions
+/// common commands run, laid out together, for the kernel maps 64 KiB around each page fault, and
+/// scattered code kept 21 MiB of the binary resident for a 1 KiB `get`. Peak RSS of that `get`
+/// 34 → 25 MiB.
+let staticArchives = [
+    "FoundationNetworking", "Foundation", "FoundationInternationalization", "FoundationEssentials", "_FoundationICU",
+    "_FoundationCShims", "_FoundationCollections", "CoreFoundation", "_CFURLSessionInterface",
+]
+let packedRelocations: [String] = glibcReadsPackedRelocations ? ["-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"] : []
+let functionOrder: [String] = [
+    "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/linker/swoop.order", "-Xlinker", "--no-warn-symbol-ordering",
+]
+let staticRuntime: [String] = ["-static-stdlib", "-Xlinker", "--start-group"]
+    + staticArchives.flatMap { ["-Xlinker", "-l\($0)"] }
+    + ["-Xlinker", "--end-group", "-Xlinker", "--no-export-dynamic", "-use-ld=lld"]
+    + packedRelocations + functionOrder
 
 let package = Package(
     name: "swoop",

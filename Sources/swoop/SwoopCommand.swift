@@ -85,24 +85,40 @@ struct SwoopCommand: AsyncParsableCommand {
     }
 
     /// The command line parsed by its subcommand alone (`get` when none is named: `swoop URL`), or
-    /// nil when the root parse should explain what is wrong. ArgumentParser's root parse reflects over
-    /// `get`'s options three times (to see whether the default subcommand or the matched one takes all
+    /// nil when the root parse should handle it. ArgumentParser's root parse reflects over `get`'s
+    /// options three times (to see whether the default subcommand or the matched one takes all
     /// remaining arguments): 1.3 ms of the 15 ms from `exec` to a first request. Help, `--version`
-    /// and mistakes go to the root parse, whose messages and usage name `swoop`; a mistake that
-    /// validation already reported (one line, its exit code) is thrown as it is.
+    /// and the other built-in flags, and mistakes, go to the root parse, whose messages and usage
+    /// name `swoop`; a mistake that validation already reported (one line, its exit code) is thrown
+    /// as it is.
     nonisolated static func parseQuickly(_ arguments: [String]) throws -> ParsableCommand? {
-        guard let first = arguments.first, first != "help" else { return nil }
-        let named = configuration.subcommands.first { $0.configuration.commandName == first }
+        guard let first = arguments.first, first != "help", !asksArgumentParserItself(arguments) else { return nil }
+        let named = configuration.subcommands.first { $0._commandName == first || $0.configuration.aliases.contains(first) }
         let command = named ?? GetCommand.self
         do {
             let parsed = try command.parseAsRoot(named == nil ? arguments : Array(arguments.dropFirst()))
-            // `--help` parses as ArgumentParser's help command, which would describe the subcommand as
-            // if it were the root.
             return type(of: parsed) == command ? parsed : nil
         } catch {
             if message(for: error).isEmpty && exitCode(for: error) != .success { throw error }
             return nil
         }
+    }
+
+    /// Whether the arguments hold one of ArgumentParser's own flags (help, version, completion,
+    /// help dump) before any `--`: ArgumentParser answers those itself, after validating the rest.
+    static func asksArgumentParserItself(_ arguments: [String]) -> Bool {
+        for argument in arguments {
+            if argument == "--" { return false }
+            if ["--version", "--experimental-dump-help"].contains(argument) || argument.hasPrefix("--help")
+                || argument.hasPrefix("-help") || argument.hasPrefix("--generate-completion-script")
+                || argument.hasPrefix("---")
+            {
+                return true
+            }
+            // -h alone or in a group of short flags (-qh).
+            if argument.hasPrefix("-"), !argument.hasPrefix("--"), argument.dropFirst().contains("h") { return true }
+        }
+        return false
     }
 
     /// Whether a command line starting with `first` may download (`get`, `resume`, `fetch`, or

@@ -210,6 +210,9 @@ struct GetCommandTests: CLISuite {
         let rate = try await SwoopBinary.run(["--limit-rate", "fast", "http://127.0.0.1:9/x"], in: self.root)
         #expect(rate.status == 2)
         #expect(rate.stderrLines == ["swoop: error: invalid --limit-rate 'fast': give bytes per second such as 500K, 2M or 1G (0 for no limit)"])
+        // Help asked for beside a mistake: ArgumentParser's answer, the mistake reported once.
+        let both = try await SwoopBinary.run(["get", "--limit-rate", "fast", "--help", "http://127.0.0.1:9/x"], in: self.root)
+        #expect(both.stderrLines.filter { $0.hasPrefix("swoop: error:") }.count <= 1, "\(both.stderrLines)")
     }
 
     @Test func habitsOfCurlWgetAndAria2Users() async throws {

@@ -6,8 +6,8 @@
 /// Checks well-formedness: tags nest and match, one root element, attributes quoted and not
 /// repeated, the five predefined entities and character references only. A document type with
 /// declarations (`<!DOCTYPE x [ … ]>`) is refused, so no entity is ever expanded. Comments,
-/// processing instructions and the XML declaration are skipped (an encoding other than UTF-8 is
-/// refused); CDATA sections are text.
+/// processing instructions and the XML declaration are skipped; CDATA sections are text. UTF-8 (and
+/// so ASCII), or ISO-8859-1 when the declaration says so; UTF-16 and other encodings are refused.
 struct XMLReader {
     enum Event: Equatable {
         case start(name: String, attributes: [String: String])
@@ -28,15 +28,36 @@ struct XMLReader {
     private var events: [Event] = []
 
     private init(_ bytes: [UInt8]) {
-        // A byte-order mark says UTF-8 and nothing else.
-        self.bytes = Array(bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...])
+        self.bytes = bytes
     }
 
     /// The document's events in order.
     static func events(of bytes: [UInt8]) throws(Failure) -> [Event] {
+        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {
+            throw Failure(line: 1, reason: "UTF-16 is not supported (UTF-8 only)")
+        }
+        // A byte-order mark says UTF-8 and nothing else.
+        var bytes = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
+        if let encoding = declaredEncoding(bytes)?.lowercased(), !["utf-8", "utf8", "us-ascii", "ascii"].contains(encoding) {
+            guard ["iso-8859-1", "latin1", "latin-1", "iso8859-1"].contains(encoding) else {
+                throw Failure(line: 1, reason: "encoding \(declaredEncoding(bytes) ?? encoding) is not supported (UTF-8 or ISO-8859-1)")
+            }
+            // Each byte is the character of that number.
+            bytes = bytes.flatMap { $0 < 0x80 ? [$0] : [0xC0 | $0 >> 6, 0x80 | $0 & 0x3F] }
+        }
         var reader = XMLReader(bytes)
         try reader.read()
         return reader.events
+    }
+
+    /// The `encoding` of an XML declaration at the start of `bytes`.
+    private static func declaredEncoding(_ bytes: [UInt8]) -> String? {
+        guard bytes.starts(with: Array("<?xml".utf8)), let end = bytes.firstIndex(of: UInt8(ascii: ">")) else { return nil }
+        let declaration = String(decoding: bytes[..<end], as: UTF8.self)
+        guard let found = declaration.split(separator: "encoding", maxSplits: 1).dropFirst().first else { return nil }
+        let rest = found.drop { $0 == " " || $0 == "=" || $0 == "\n" || $0 == "\t" || $0 == "\r" }
+        guard let quote = rest.first, quote == "\"" || quote == "'" else { return nil }
+        return String(rest.dropFirst().prefix { $0 != quote })
     }
 
     private mutating func read() throws(Failure) {
@@ -45,10 +66,13 @@ struct XMLReader {
                 try markup()
             } else {
                 let end = bytes[index...].firstIndex(of: UInt8(ascii: "<")) ?? bytes.count
-                let text = try decode(bytes[index..<end])
                 if open.isEmpty {
-                    guard text.allSatisfy(\.isWhitespace) else { throw fail("text outside the root element") }
+                    // Only white space around the root element, as XML counts it.
+                    if let stray = bytes[index..<end].firstIndex(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
+                        throw fail("text outside the root element", at: stray)
+                    }
                 } else {
+                    let text = try decode(bytes[index..<end])
                     events.append(.text(text))
                 }
                 index = end
@@ -60,12 +84,7 @@ struct XMLReader {
 
     private mutating func markup() throws(Failure) {
         if skip("<?") {
-            let declaration = try until("?>")
-            if declaration.starts(with: Array("xml".utf8)), let encoding = Self.attribute("encoding", in: declaration),
-                !["utf-8", "utf8"].contains(encoding.lowercased())
-            {
-                throw fail("encoding \(encoding) is not supported (UTF-8 only)")
-            }
+            _ = try until("?>")
         } else if skip("<!--") {
             _ = try until("-->")
         } else if skip("<![CDATA[") {
@@ -181,7 +200,7 @@ struct XMLReader {
                 i += 1
                 continue
             }
-            guard let semicolon = raw[i...].firstIndex(of: UInt8(ascii: ";")) else { throw fail("an & that starts no reference") }
+            guard let semicolon = raw[i...].firstIndex(of: UInt8(ascii: ";")) else { throw fail("an & that starts no reference", at: i) }
             let reference = String(decoding: raw[(i + 1)..<semicolon], as: UTF8.self)
             let scalar: Unicode.Scalar?
             switch reference {
@@ -190,31 +209,36 @@ struct XMLReader {
             case "amp": scalar = "&"
             case "quot": scalar = "\""
             case "apos": scalar = "'"
-            case _ where reference.hasPrefix("#x"): scalar = UInt32(reference.dropFirst(2), radix: 16).flatMap { Unicode.Scalar($0) }
-            case _ where reference.hasPrefix("#"): scalar = UInt32(reference.dropFirst(), radix: 10).flatMap { Unicode.Scalar($0) }
-            default: throw fail("unknown entity &\(reference);")
+            case _ where reference.hasPrefix("#x"): scalar = Self.character(reference.dropFirst(2), radix: 16)
+            case _ where reference.hasPrefix("#"): scalar = Self.character(reference.dropFirst(), radix: 10)
+            default: throw fail("unknown entity &\(reference);", at: i)
             }
-            guard let scalar, scalar.value != 0 else { throw fail("&\(reference); is not a character") }
+            guard let scalar else { throw fail("&\(reference); is not a character", at: i) }
             out += Array(String(Character(scalar)).utf8)
             i = semicolon + 1
         }
         return try utf8(out[...])
     }
 
+    /// A character reference's character: digits only, and a character XML allows.
+    private static func character(_ digits: Substring, radix: Int) -> Unicode.Scalar? {
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isHexDigit && (radix == 16 || $0.isNumber) }),
+            let value = UInt32(digits, radix: radix), let scalar = Unicode.Scalar(value)
+        else { return nil }
+        switch value {
+        case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...0x10FFFF: return scalar
+        default: return nil
+        }
+    }
+
     private func utf8(_ raw: ArraySlice<UInt8>) throws(Failure) -> String {
-        guard let text = String(validating: raw, as: UTF8.self) else { throw fail("not UTF-8") }
+        guard let text = String(validating: raw, as: UTF8.self) else { throw fail("not UTF-8", at: raw.startIndex) }
         return text
     }
 
-    private static func attribute(_ name: String, in declaration: ArraySlice<UInt8>) -> String? {
-        let text = String(decoding: declaration, as: UTF8.self)
-        guard let range = text.range(of: name + "=") ?? text.range(of: name + " =") else { return nil }
-        let rest = text[range.upperBound...].drop { $0 == " " }
-        guard let quote = rest.first, quote == "\"" || quote == "'" else { return nil }
-        return String(rest.dropFirst().prefix { $0 != quote })
-    }
-
-    private func fail(_ reason: String) -> Failure {
-        Failure(line: bytes[..<min(index, bytes.count)].reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }, reason: reason)
+    /// A failure on the line of `position` (by default, where the reader is).
+    private func fail(_ reason: String, at position: Int? = nil) -> Failure {
+        let end = min(position ?? index, bytes.count)
+        return Failure(line: bytes[..<end].reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }, reason: reason)
     }
 }
