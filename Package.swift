@@ -10,7 +10,8 @@ let glibcReadsPackedRelocations: Bool = {
     var text = [CChar](repeating: 0, count: 64)
     guard confstr(Int32(_CS_GNU_LIBC_VERSION), &text, text.count) > 0 else { return false }
     // "glibc 2.36"
-    let numbers = String(cString: text).split(separator: " ").last?.split(separator: ".").compactMap { Int($0) } ?? []
+    let version = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let numbers = version.split(separator: " ").last?.split(separator: ".").compactMap { Int($0) } ?? []
     return numbers.count >= 2 && (numbers[0], numbers[1]) >= (2, 36)
 }()
 #else

@@ -34,7 +34,7 @@ struct XMLReader {
     /// The document's events in order.
     static func events(of bytes: [UInt8]) throws(Failure) -> [Event] {
         if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {
-            throw Failure(line: 1, reason: "UTF-16 is not supported (UTF-8 only)")
+            throw Failure(line: 1, reason: "UTF-16 is not supported (UTF-8 or ISO-8859-1)")
         }
         // A byte-order mark says UTF-8 and nothing else.
         var bytes = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
