@@ -286,10 +286,6 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
-    public func flush() throws {
-        try makeDurable()
-    }
-
     /// Flushes the write-ahead log, so every commit made before this call survives a power loss:
     /// what `synchronous = FULL` does at each commit, but shared by concurrent callers.
     func makeDurable() throws {

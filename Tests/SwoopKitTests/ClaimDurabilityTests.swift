@@ -43,30 +43,6 @@ struct ClaimDurabilityTests {
         #expect(updates.last?.state == .completed)
     }
 
-    @Test func aFreshSegmentedDownloadFlushesItsClaimBesideItsFirstRequests() async throws {
-        var f = try await Fixture.make()
-        defer { f.stop() }
-        f.configuration.segments.maxConnections = 4
-        f.configuration.segments.minSplitSize = 1 << 20
-        let body = f.serve("/seg.bin", size: 8 << 20)
-        let log = NIOLockedValueBox<[String]>([])
-        let store = ObservedStore(
-            onUpdate: { record, durable in
-                let what = record.state == .completed ? "completed" : record.segments == nil ? "saved" : "claimed"
-                log.withLockedValue { $0.append("\(what)\(durable ? ", durable" : "")") }
-            },
-            onFlush: { log.withLockedValue { $0.append("flush") } }
-        )
-        _ = try await f.download(try f.request("/seg.bin"), store: store).result.get()
-        #expect(sha256(file: f.path("seg.bin")) == sha256(body))
-        // The claim (file, validators, segments) is saved without a flush, the flush follows on its
-        // own, and the completion is durable.
-        let events = log.withLockedValue { $0 }
-        #expect(events.first == "claimed")
-        #expect(events.contains("flush"))
-        #expect(events.last == "completed, durable")
-    }
-
     @Test func aResumedDownloadSavesDurablyBeforeWriting() async throws {
         var f = try await Fixture.make()
         defer { f.stop() }

@@ -64,7 +64,6 @@ private struct UnreadableStore: DownloadStore {
     func record(id: Download.ID) throws -> DownloadRecord? { throw Self.failure }
     func unfinished(directory: String, fileName: String) throws -> DownloadRecord? { throw Self.failure }
     func save(_ record: DownloadRecord) throws { throw Self.failure }
-    func flush() throws { throw Self.failure }
     func update(_ record: DownloadRecord, durable: Bool) throws { throw Self.failure }
     func update(settings: DownloadSettings, id: Download.ID) throws { throw Self.failure }
     func markActive(id: Download.ID, at date: Date) throws { throw Self.failure }

@@ -3,29 +3,21 @@ import NIOConcurrencyHelpers
 
 @testable import SwoopKit
 
-/// An in-memory store that tells a test about every `update` (with its durability), every
-/// `markActive` and every `flush`, before carrying them out.
+/// An in-memory store that tells a test about every `update` (with its durability) and every
+/// `markActive`, before carrying them out.
 final class ObservedStore: DownloadStore {
     private let inner: InMemoryDownloadStore
     private let onUpdate: @Sendable (DownloadRecord, _ durable: Bool) -> Void
     private let onMarkActive: @Sendable (Download.ID) -> Void
-    private let onFlush: @Sendable () -> Void
 
     init(
         inner: InMemoryDownloadStore = InMemoryDownloadStore(),
         onUpdate: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> Void = { _, _ in },
-        onMarkActive: @escaping @Sendable (Download.ID) -> Void = { _ in },
-        onFlush: @escaping @Sendable () -> Void = {}
+        onMarkActive: @escaping @Sendable (Download.ID) -> Void = { _ in }
     ) {
         self.inner = inner
         self.onUpdate = onUpdate
         self.onMarkActive = onMarkActive
-        self.onFlush = onFlush
-    }
-
-    func flush() throws {
-        onFlush()
-        try inner.flush()
     }
 
     func update(_ record: DownloadRecord, durable: Bool) throws {

@@ -61,9 +61,6 @@ public protocol DownloadStore: Sendable {
     func answer(_ token: String, _ answer: PostedControl.Answer) throws
     /// Removes a control (its caller has its answer, or stopped waiting).
     func withdraw(_ token: String) throws
-    /// Makes every save made before this call survive a power loss, those made with
-    /// `durable: false` included.
-    func flush() throws
     /// Releases the store's resources; later calls may fail.
     func close() throws
     /// Whether records survive the process (and, saved durably, a power loss). A transfer with a

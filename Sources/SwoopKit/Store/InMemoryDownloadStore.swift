@@ -126,7 +126,4 @@ public final class InMemoryDownloadStore: DownloadStore {
         _ = records.withLockedValue { $0.removeValue(forKey: id) }
         posted.withLockedValue { $0.removeAll { $0.id == id } }
     }
-
-    /// Nothing to flush: nothing survives the process.
-    public func flush() throws {}
 }

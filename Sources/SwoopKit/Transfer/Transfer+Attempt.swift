@@ -195,14 +195,9 @@ extension Transfer {
             // The validators reach the store before the first byte of this representation reaches the file.
             if let plan = splitPlan(start: start, total: total, status: head.status) {
                 record.segments = plan.segments
-                if blank {
-                    // As below: saved without a flush, which runs beside the segments' first requests.
-                    try saveProgress(error: nil, durable: false)
-                } else {
-                    try await onDisk { try $0.saveProgress(error: nil) }
-                }
+                try await onDisk { try $0.saveProgress(error: nil) }
                 emit(.started(snapshot()))
-                return try await runSegments(plan, first: response.body, at: start, flushingClaim: blank)
+                return try await runSegments(plan, first: response.body, at: start)
             }
             if blank {
                 try saveProgress(error: nil, durable: false)

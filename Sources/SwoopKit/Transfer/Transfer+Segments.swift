@@ -27,14 +27,8 @@ extension Transfer {
     ///
     /// - Parameters:
     ///   - first: An open body for the segment at `firstAt`.
-    ///   - flushingClaim: The record was saved without a flush (a fresh download): the flush runs on
-    ///     a disk thread while the segments start, instead of before (a power loss meanwhile rolls the
-    ///     record back to naming nothing, so the bytes that follow are attributed to nothing).
-    func runSegments(_ plan: SegmentPlan, first: HTTPClientResponse.Body?, at firstAt: Int = 0, flushingClaim: Bool = false) async throws -> Bool {
+    func runSegments(_ plan: SegmentPlan, first: HTTPClientResponse.Body?, at firstAt: Int = 0) async throws -> Bool {
         guard let part else { throw SwoopError(.fileSystem, "no part file open for \(record.url)") }
-        let store = self.store
-        let claimFlush = flushingClaim ? Task { try await DiskWork.run { try withStoreErrors { try store.flush() } } } : nil
-        defer { claimFlush?.cancel() }
         let emit = self.emit
         let base = snapshot()
         let engine = SegmentedTransfer(
@@ -66,8 +60,6 @@ extension Transfer {
             record.segments = engine.plan.segments
             throw error
         }
-        // A failed flush of the log fails every later durable save (the finish's among them); said here first.
-        try await claimFlush?.value
         offset = plan.total
         record.segments = engine.plan.segments
         // Every segment's answer showed the proof a moved-to URL owed.
