@@ -4,8 +4,8 @@
     python3 scripts/make-order.py --swoop .build/release/swoop [--nginx /usr/sbin/nginx]
 
 Runs the release binary under valgrind's callgrind through the commands users run most (a small
-`get` with and without progress lines, a segmented `get`, forty files from a list, `ls`) against a
-private nginx, and writes every function of the binary that ran, Swift's first (in callgrind's
+`get` with and without progress lines, a 64 MiB one, a segmented one, forty files from a list,
+`ls`) against a private nginx, and writes every function of the binary that ran, Swift's first (in callgrind's
 order, which is not the order they ran: what counts is which functions are together). Package.swift hands the file to lld (`--symbol-ordering-file`) for release builds on
 Linux: the code those commands run is laid out together, so fewer of the binary's pages are
 touched and mapped (with the kernel mapping 64 KiB around each page fault, scattered code cost
@@ -13,7 +13,8 @@ about 20 MiB of resident memory). Objects SwiftPM compiles keep a source file's 
 section, so lld moves those whole; the toolchain's static libraries are ordered function by function.
 
 The order is a hint: a function renamed or added since only lands where the linker would put it
-anyway. Regenerate after large changes (and re-measure peak RSS with scripts/bench).
+anyway. Regenerate after large changes, then relink (SwiftPM does not see this file change:
+`rm .build/release/swoop` first) and re-measure peak RSS with scripts/bench.
 """
 
 import argparse
@@ -72,7 +73,7 @@ def main():
     subprocess.run(["strip", "--strip-debug", "-o", binary, args.swoop], check=True)
     www = os.path.join(work, "www")
     os.makedirs(www)
-    for name, size in [("small", 1 << 10), ("medium", 8 << 20)] + [(f"f{i}", 64 << 10) for i in range(40)]:
+    for name, size in [("small", 1 << 10), ("medium", 8 << 20), ("large", 64 << 20)] + [(f"f{i}", 64 << 10) for i in range(40)]:
         with open(os.path.join(www, name), "wb") as f:
             f.write(os.urandom(size))
     nginx, port, _ = benchlib.start_nginx(args.nginx, work, server=f"root {www};", label="make-order")
@@ -82,6 +83,8 @@ def main():
     runs = [
         ["get", "-q", "-o", "{out}/small", f"{base}/small"],
         ["get", "-o", "{out}/plain", f"{base}/small"],
+        # Long enough for the writeback and checkpoints of a large file.
+        ["get", "-q", "-o", "{out}/large", f"{base}/large"],
         ["get", "-q", "-x", "4", "--min-split-size", "1M", "-o", "{out}/medium", f"{base}/medium"],
         ["get", "-q", "-j", "8", "-i", os.path.join(work, "list"), "-d", "{out}/list"],
         ["ls"],
