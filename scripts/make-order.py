@@ -5,12 +5,13 @@
 
 Runs the release binary under valgrind's callgrind through the commands users run most (a small
 `get` with and without progress lines, a 64 MiB one, a segmented one, forty files from a list,
-`ls`) against a private nginx, and writes every function of the binary that ran, Swift's first (in callgrind's
-order, which is not the order they ran: what counts is which functions are together). Package.swift hands the file to lld (`--symbol-ordering-file`) for release builds on
-Linux: the code those commands run is laid out together, so fewer of the binary's pages are
-touched and mapped (with the kernel mapping 64 KiB around each page fault, scattered code cost
-about 20 MiB of resident memory). Objects SwiftPM compiles keep a source file's functions in one
-section, so lld moves those whole; the toolchain's static libraries are ordered function by function.
+`ls`) against a private nginx, and writes every function of the binary that ran, Swift's first (in
+callgrind's order, which is not the order they ran: what counts is which functions are together).
+Package.swift hands the file to lld (`--symbol-ordering-file`) for release builds on Linux: the
+code those commands run is laid out together, so fewer of the binary's pages are touched and mapped
+(with the kernel mapping 64 KiB around each page fault, scattered code cost about 20 MiB of
+resident memory). Objects SwiftPM compiles keep a source file's functions in one section, so lld
+moves those whole; the toolchain's static libraries are ordered function by function.
 
 The order is a hint: a function renamed or added since only lands where the linker would put it
 anyway. Regenerate after large changes, then relink (SwiftPM does not see this file change:
