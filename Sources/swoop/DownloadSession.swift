@@ -34,7 +34,7 @@ struct DownloadSession {
         var error: SwoopError
     }
 
-    func run(_ work: Work) async throws {
+    func run(_ work: consuming Work) async throws {
         let manager: DownloadManager
         do {
             // Credentials first: a missing file is reported before the state directory is created.
@@ -46,11 +46,17 @@ struct DownloadSession {
         } catch let error as SwoopError {
             throw error.exit(on: console)
         }
-        let events = manager.events()
+        // What the result lines need: when each download started, and how it ended.
+        let events = manager.events { event in
+            if case .started = event { return true }
+            return event.isTerminal
+        }
         let display = BoardPrinter(console: console)
-        // With --json, standard output holds only JSON: no board, no progress lines.
+        // With --json, standard output holds only JSON: no board, no progress lines. With -q (and
+        // no JSON) the board, progress lines and notices are not shown: no subscription buffers
+        // events for them.
         let (json, jsonProgress) = (global.json, transfer.progress)
-        let progressEvents = json && !jsonProgress ? nil : manager.events()
+        let progressEvents = json ? (jsonProgress ? manager.events() : nil) : (console.quiet ? nil : manager.events())
         let printer = Task {
             guard let progressEvents else { return }
             if json {
@@ -77,11 +83,14 @@ struct DownloadSession {
         do {
             let report = try await service.reconciled()
             reportPublished(report.published.count)
-            let ids = try await start(work, manager: manager)
+            let bareResume: Set<Download.State>? = if case .resume(nil, let states, _) = work { states } else { nil }
+            // The requests are the manager's now: a list of thousands of URLs is not kept twice.
+            let ids = try await start(consume work, manager: manager)
+            if ids.count >= Self.trimAfter { Self.returnFreedMemory() }
             // Resumed downloads get no `added` event: the board counts them waiting until they start.
             display.expect(ids)
             if ids.isEmpty {
-                console.notice("nothing to resume" + (try await leftOut(work, manager: manager)))
+                console.notice("nothing to resume" + (try await leftOut(states: bareResume, manager: manager)))
             } else {
                 status = await follow(events, pending: Set(ids), interrupted: { interruption.received != nil })
             }
@@ -132,9 +141,26 @@ struct DownloadSession {
         }
     }
 
-    /// For a bare resume that left paused or failed downloads out: how many, and how to go on.
-    private func leftOut(_ work: Work, manager: DownloadManager) async throws -> String {
-        guard case .resume(nil, let states, _) = work else { return "" }
+    /// Downloads started at once from which on the memory freed after queueing them (the parsed
+    /// list, the batch's records) is handed back to the system.
+    static let trimAfter = 1000
+
+    /// Hands memory freed by the allocator back to the system. Queueing a list of thousands of URLs
+    /// leaves tens of MiB freed on one thread's heap that the transfers, on other threads, would not
+    /// reuse.
+    static func returnFreedMemory() {
+        #if canImport(Glibc)
+        // glibc's malloc_trim, looked up: Swift's Glibc module does not declare <malloc.h>.
+        typealias Trim = @convention(c) (Int) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: Trim.self)(0)
+        #endif
+    }
+
+    /// For a bare resume (`states`: the states it resumes) that left paused or failed downloads
+    /// out: how many, and how to go on.
+    private func leftOut(states: Set<Download.State>?, manager: DownloadManager) async throws -> String {
+        guard let states else { return "" }
         var said = ""
         for (state, advice) in [(Download.State.paused, "`swoop resume ID` or `--all` continues"), (.failed, "`swoop resume --failed` retries")]
         where !states.contains(state) {
@@ -162,11 +188,12 @@ struct DownloadSession {
             }
             guard event.isTerminal, pending.remove(event.download.id) != nil else { continue }
             let download = event.download
+            let started = starts.removeValue(forKey: download.id)
             console.finish(download.id)
             switch event {
             case .completed:
                 done += 1
-                report(download, "", timing: starts[download.id].map { Self.timing(of: download, since: $0) } ?? "")
+                report(download, "", timing: started.map { Self.timing(of: download, since: $0) } ?? "")
             case .alreadyComplete:
                 done += 1
                 report(download, " is already complete")

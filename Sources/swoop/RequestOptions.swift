@@ -99,7 +99,10 @@ struct RequestOptions: ParsableArguments {
         // Resolved once (the current directory and its symlinks), not once per URL of a long list.
         let base = DownloadRequest.absolute(self.directory ?? ".")
         var badLines: [SwoopError] = []
-        let requests: [DownloadRequest] = try entries.compactMap { entry, checksum in
+        // Sized once: a list of thousands of URLs is not copied as its array grows.
+        var requests: [DownloadRequest] = []
+        requests.reserveCapacity(entries.count)
+        for (entry, checksum) in entries {
             var directory = base
             var fileName = entry.fileName
             if let output {
@@ -115,7 +118,7 @@ struct RequestOptions: ParsableArguments {
                 request.mirrors = try entry.mirrors.map { try DownloadRequest.validate(Self.withScheme($0, console: console)) }
             } catch let error as SwoopError where entry.line > 0 {
                 badLines.append(SwoopError(error.code, "\(inputFile ?? "-"):\(entry.line): \(error.message)"))
-                return nil
+                continue
             }
             request.checksum = checksum
             request.headers = headers
@@ -128,7 +131,7 @@ struct RequestOptions: ParsableArguments {
             }
             request.trustMirrorLength = transfer.trustMirrorLength
             request.refresh = refresh
-            return request
+            requests.append(request)
         }
         return (requests, badLines)
     }

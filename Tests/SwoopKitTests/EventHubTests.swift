@@ -42,6 +42,24 @@ struct EventHubTests {
         ])
     }
 
+    /// A subscriber that takes only some events never has the others buffered for it; another
+    /// subscriber still gets everything.
+    @Test func aFilteredSubscriptionBuffersOnlyWhatItTakes() async {
+        let hub = EventHub()
+        let terminal = hub.subscribe(where: { $0.isTerminal })
+        let all = hub.subscribe()
+        for i in 0..<100 { hub.publish(.added(Self.download("d\(i)", state: .waiting))) }
+        hub.publish(.started(Self.download("d0")))
+        hub.publish(.progress(Self.download("d0", bytes: 5)))
+        hub.publish(.completed(Self.download("d0", bytes: 100, state: .completed)))
+        #expect(terminal.handle.subscription.bufferedCount == 1)
+        #expect(all.handle.subscription.bufferedCount == 103)
+        hub.finish()
+        var seen: [String] = []
+        for await event in terminal { seen.append(Self.describe(event)) }
+        #expect(seen == ["completed d0"])
+    }
+
     @Test func terminalEventsAreNeverDroppedOrMerged() async {
         let hub = EventHub()
         let stream = hub.subscribe()

@@ -25,10 +25,15 @@ extension DownloadManager {
             }
         }
         var position = try nextQueuePosition()
-        var byKey: [DownloadKey: DownloadRecord] = [:]
+        // Ids and queue entries, not whole records: a list of thousands of URLs keeps one copy of each.
+        var byKey: [DownloadKey: Download.ID] = [:]
         var ids: [Download.ID] = []
         var toSave: [DownloadRecord] = []
-        var queued: [DownloadRecord] = []
+        var queued: [(entry: DownloadQueue.Entry, key: DownloadKey)] = []
+        byKey.reserveCapacity(requests.count)
+        ids.reserveCapacity(requests.count)
+        toSave.reserveCapacity(requests.count)
+        queued.reserveCapacity(requests.count)
         let keys = requests.map(\.key)
         // One batch lookup: thousands of URLs cost one read, not one each.
         let stored = Dictionary(try store.find(keys).map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
@@ -45,8 +50,8 @@ extension DownloadManager {
             )
         }
         for (request, key) in zip(requests, keys) {
-            if let record = byKey[key] {
-                ids.append(record.id)
+            if let id = byKey[key] {
+                ids.append(id)
                 continue
             }
             var record: DownloadRecord
@@ -55,16 +60,16 @@ extension DownloadManager {
                 if queue.contains(existing.id) || runs.contains(existing.id) {
                     // Already queued or running here (a direct download too): its live record must
                     // not be overwritten.
-                    byKey[key] = existing
+                    byKey[key] = existing.id
                     ids.append(existing.id)
                     continue
                 }
                 if existing.state == .active {
                     // Another process may be running it: its row is that process's to write. The
                     // lock decides when it starts here (a dead process's download is recovered then).
-                    byKey[key] = existing
+                    byKey[key] = existing.id
                     ids.append(existing.id)
-                    queued.append(existing)
+                    queued.append((Self.entry(existing), key))
                     continue
                 }
                 record = existing
@@ -87,11 +92,11 @@ extension DownloadManager {
             record.updatedAt = Date()
             let pausing = request.paused && record.state == .waiting
             if pausing { record.state = try DownloadStateMachine.next(after: .waiting, on: .pause).get() }
-            byKey[key] = record
+            byKey[key] = record.id
             ids.append(record.id)
             named.insert(record.id)
             toSave.append(record)
-            if !pausing { queued.append(record) }
+            if !pausing { queued.append((Self.entry(record), record.key)) }
         }
         nextPosition = position
         try store.save(contentsOf: toSave)
@@ -103,8 +108,13 @@ extension DownloadManager {
     /// Puts records in the waiting queue (their keys kept for the lock a run takes) and starts
     /// what may start.
     func enqueue(_ records: [DownloadRecord]) {
-        for record in records { queuedKeys[record.id] = record.key }
-        queue.enqueue(records.map(Self.entry))
+        enqueue(records.map { (Self.entry($0), $0.key) })
+    }
+
+    /// Puts queue entries in the waiting queue, with the keys of their records, and starts what may start.
+    func enqueue(_ entries: [(entry: DownloadQueue.Entry, key: DownloadKey)]) {
+        for (entry, key) in entries { queuedKeys[entry.id] = key }
+        queue.enqueue(entries.map(\.entry))
         schedule()
     }
 

@@ -106,6 +106,13 @@ public actor DownloadManager {
         hub.subscribe()
     }
 
+    /// A new stream of the events from now on that `included` accepts; the others are never
+    /// buffered for it. A reader that wants only some events (the terminal ones, say) of a queue
+    /// of thousands keeps no copy of the rest while it is busy.
+    public nonisolated func events(where included: @escaping @Sendable (DownloadEvent) -> Bool) -> DownloadEvents {
+        hub.subscribe(where: included)
+    }
+
     // MARK: - Running
 
     /// Runs queued downloads until ``shutdown()``: the transfers are this method's child tasks.

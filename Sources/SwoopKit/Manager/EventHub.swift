@@ -13,8 +13,9 @@ final class EventHub: Sendable {
     private let nextID = NIOLockedValueBox(0)
     private let isFinished = NIOLockedValueBox(false)
 
-    func subscribe() -> DownloadEvents {
-        let subscription = EventSubscription()
+    /// - Parameter included: The events this subscriber gets; the others are not buffered for it.
+    func subscribe(where included: (@Sendable (DownloadEvent) -> Bool)? = nil) -> DownloadEvents {
+        let subscription = EventSubscription(including: included)
         let id = nextID.withLockedValue { value in
             defer { value += 1 }
             return value
@@ -109,8 +110,14 @@ final class EventSubscription: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    private let included: (@Sendable (DownloadEvent) -> Bool)?
+
+    init(including included: (@Sendable (DownloadEvent) -> Bool)? = nil) {
+        self.included = included
+    }
 
     func publish(_ event: DownloadEvent) {
+        if let included, !included(event) { return }
         let reader = state.withLockedValue { state -> CheckedContinuation<DownloadEvent?, Never>? in
             guard !state.finished, !state.cancelled else { return nil }
             if let reader = state.reader {

@@ -147,8 +147,9 @@ public enum DownloadEvent: Sendable {
     case completed(Download)
     /// The file was already complete from an earlier run; nothing was transferred.
     case alreadyComplete(Download)
-    /// The download stopped with an error; its progress is saved.
-    case failed(Download, SwoopError)
+    /// The download stopped with an error; its progress is saved. (Boxed: the error is large, and
+    /// every buffered event would otherwise take its size.)
+    indirect case failed(Download, SwoopError)
     /// The download was cancelled or removed.
     case removed(Download)
 
