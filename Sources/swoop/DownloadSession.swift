@@ -46,9 +46,11 @@ struct DownloadSession {
         } catch let error as SwoopError {
             throw error.exit(on: console)
         }
-        // What the result lines need: when each download started, and how it ended.
+        // What the result lines need: how each download ended, and when it started (for the time
+        // a text line shows; not under -q or --json, which print no such line).
+        let timesStarts = !global.json && !console.quiet
         let events = manager.events { event in
-            if case .started = event { return true }
+            if timesStarts, case .started = event { return true }
             return event.isTerminal
         }
         let display = BoardPrinter(console: console)
