@@ -139,6 +139,8 @@ struct RequestOptions: ParsableArguments {
     /// A URL written without a scheme (`example.com/a.iso`) is taken as http, as curl, wget and
     /// aria2 take it, with a notice.
     static func withScheme(_ text: String, console: Console) -> String {
+        // The common case first: a URL with its scheme is taken as it is.
+        if text.contains("://") { return text }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         // Only what starts like a host name or address ("example.com/a", "127.0.0.1:8080/x",
         // "[::1]/x", "localhost:8080"): a dotted name, a bracketed address or localhost. A lone word

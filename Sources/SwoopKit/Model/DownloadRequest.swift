@@ -85,7 +85,7 @@ public struct DownloadRequest: Sendable {
 
     /// Checks that `string` is an absolute http(s) URL with a host.
     public static func validate(_ string: String) throws -> URL {
-        let trimmed = string.trimmingCharacters(in: .whitespaces)
+        let trimmed = Syntax.trimmingWhitespace(string)
         guard !trimmed.isEmpty, let components = URLComponents(string: trimmed), let scheme = components.scheme
         else {
             throw SwoopError(.invalidURL, "invalid URL: \(string)")

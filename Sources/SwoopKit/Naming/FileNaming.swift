@@ -151,6 +151,8 @@ public enum FileNaming: Sendable {
     /// `stem + insert + ext + append` for `name` split at its extension, with the stem
     /// shortened so the whole is at most `limit` UTF-8 bytes.
     static func compose(_ name: String, insert: String, append: String, limit: Int) -> String {
+        // Nothing goes between stem and extension and the whole fits: no need to find them.
+        if insert.isEmpty, name.utf8.count + append.utf8.count <= limit { return name + append }
         let (stem, ext) = splitExtension(name)
         let budget = limit - insert.utf8.count - ext.utf8.count - append.utf8.count
         guard stem.utf8.count > budget else { return stem + insert + ext + append }
@@ -184,6 +186,12 @@ public enum FileNaming: Sendable {
     static func lastPathSegment(of url: URL) -> String? {
         let path = url.path(percentEncoded: true)
         let segment = path.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
+        // The common case: nothing percent-encoded and no backslash, so nothing to decode or replace.
+        if !segment.isEmpty, !segment.utf8.contains(UInt8(ascii: "%")), !segment.utf8.contains(UInt8(ascii: "\\")),
+            segment.utf8.allSatisfy({ $0 < 0x80 })
+        {
+            return String(segment)
+        }
         guard !segment.isEmpty,
             let bytes = ContentDisposition.percentDecodedBytes(segment, strict: false)
         else { return nil }

@@ -12,6 +12,23 @@ enum Syntax {
         return String(String.UnicodeScalarView(scalars[first...last]))
     }
 
+    /// Drops leading and trailing whitespace as Foundation's `CharacterSet.whitespaces` counts it
+    /// (tab, the Unicode space separators, and U+200B ZERO WIDTH SPACE, once one of them), without
+    /// Foundation's bridging: every URL of a long list is trimmed. Text with nothing to trim comes
+    /// back as it is.
+    static func trimmingWhitespace(_ text: String) -> String {
+        let bytes = text.utf8
+        if let first = bytes.first, let last = bytes.last, (0x21..<0x80).contains(first), (0x21..<0x80).contains(last) {
+            return text
+        }
+        let isSpace: (Unicode.Scalar) -> Bool = { $0 == "\t" || $0 == "\u{200B}" || $0.properties.generalCategory == .spaceSeparator }
+        let scalars = text.unicodeScalars
+        guard let start = scalars.firstIndex(where: { !isSpace($0) }), let end = scalars.lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(scalars[start...end])
+    }
+
     /// A non-negative decimal of one or more ASCII digits, or `nil` if malformed or too large.
     static func decimal(_ bytes: some Collection<UInt8>) -> Int? {
         guard !bytes.isEmpty else { return nil }
