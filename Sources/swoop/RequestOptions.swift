@@ -155,11 +155,24 @@ struct RequestOptions: ParsableArguments {
     }
 
     private static func readMetalink(_ path: String) throws -> [Metalink.File] {
+        return try Metalink.parse(readFile(path, what: "Metalink file"), source: path)
+    }
+
+    /// The contents of a file the user named (`~` expanded), or an error that says why not.
+    private static func readFile(_ path: String, what: String) throws -> Data {
         let expanded = (path as NSString).expandingTildeInPath
-        guard let data = FileManager.default.contents(atPath: expanded) else {
-            throw SwoopError(.fileSystem, "cannot read Metalink file \(path)")
+        guard let contents = FileManager.default.contents(atPath: expanded) else {
+            // Foundation does not say why: ask the system.
+            let fd = open(expanded, O_RDONLY | O_CLOEXEC)
+            var reason = fd < 0 ? String(cString: strerror(errno)) : "not a readable file"
+            if fd >= 0 {
+                var status = stat()
+                if fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { reason = "it is a directory" }
+                close(fd)
+            }
+            throw SwoopError(.fileSystem, "cannot read \(what) \(path): \(reason)")
         }
-        return try Metalink.parse(data, source: path)
+        return contents
     }
 
     private static func readList(_ path: String) throws -> [URLList.Entry] {
@@ -167,15 +180,7 @@ struct RequestOptions: ParsableArguments {
         if path == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
         } else {
-            let expanded = (path as NSString).expandingTildeInPath
-            guard let contents = FileManager.default.contents(atPath: expanded) else {
-                // Foundation does not say why: ask the system.
-                let fd = open(expanded, O_RDONLY | O_CLOEXEC)
-                let reason = fd < 0 ? String(cString: strerror(errno)) : "not a readable file"
-                if fd >= 0 { close(fd) }
-                throw SwoopError(.fileSystem, "cannot read input file \(path): \(reason)")
-            }
-            data = contents
+            data = try readFile(path, what: "input file")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw SwoopError(.invalidArgument, "input file \(path) is not UTF-8 text")
