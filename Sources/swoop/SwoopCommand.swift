@@ -34,6 +34,11 @@ struct SwoopCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("swoop: error: unknown command '\(mistyped)'; did you mean '\(guess)'?\n".utf8))
             exit(withError: ExitCode(ExitStatus.usage))
         }
+        if first == "help", let unknown = Self.unknownHelpTopic(Array(CommandLine.arguments.dropFirst(2))) {
+            // ArgumentParser would show the overview and exit 0, as if the command existed.
+            FileHandle.standardError.write(Data("swoop: error: no command '\(unknown)'; `swoop --help` lists them\n".utf8))
+            exit(withError: ExitCode(ExitStatus.usage))
+        }
         if let first, Self.startsTransfers(first) {
             // Swift's thread pool and NIO's threads start on the other core while this one parses
             // the arguments (1.4 ms sooner to the first request).
@@ -119,6 +124,13 @@ struct SwoopCommand: AsyncParsableCommand {
             if argument.hasPrefix("-"), !argument.hasPrefix("--"), argument.dropFirst().contains("h") { return true }
         }
         return false
+    }
+
+    /// The first word after `help` that names no subcommand, or nil (`help`, `help get`).
+    static func unknownHelpTopic(_ words: [String]) -> String? {
+        guard let topic = words.first, !topic.hasPrefix("-") else { return nil }
+        let names = configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases } + ["help"]
+        return names.contains(topic) ? nil : topic
     }
 
     /// Whether a command line starting with `first` may download (`get`, `resume`, `fetch`, or
