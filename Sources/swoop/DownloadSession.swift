@@ -54,11 +54,11 @@ struct DownloadSession {
             return event.isTerminal
         }
         let display = BoardPrinter(console: console)
-        // With --json, standard output holds only JSON: no board, no progress lines. With -q (and
-        // no JSON) the board, progress lines and notices are not shown: no subscription buffers
+        // With --json, standard output holds only JSON: no board, no progress lines. With -q the
+        // board, progress lines, notices and JSON progress are not shown: no subscription buffers
         // events for them.
         let (json, jsonProgress) = (global.json, transfer.progress)
-        let progressEvents = json ? (jsonProgress ? manager.events() : nil) : (console.quiet ? nil : manager.events())
+        let progressEvents = console.quiet || (json && !jsonProgress) ? nil : manager.events()
         let printer = Task {
             guard let progressEvents else { return }
             if json {
@@ -143,8 +143,8 @@ struct DownloadSession {
         }
     }
 
-    /// Downloads started at once from which on the memory freed after queueing them (the parsed
-    /// list, the batch's records) is handed back to the system.
+    /// The number of downloads queued at once from which the memory freed after queueing them
+    /// (the parsed list, the batch's records) is handed back to the system.
     static let trimAfter = 1000
 
     /// Hands memory freed by the allocator back to the system. Queueing a list of thousands of URLs
@@ -153,7 +153,7 @@ struct DownloadSession {
     static func returnFreedMemory() {
         #if canImport(Glibc)
         // glibc's malloc_trim, looked up: Swift's Glibc module does not declare <malloc.h>.
-        typealias Trim = @convention(c) (Int) -> Int32
+        typealias Trim = @convention(c) (UInt) -> Int32
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
         _ = unsafeBitCast(symbol, to: Trim.self)(0)
         #endif

@@ -36,6 +36,7 @@ struct GetCommand: AsyncParsableCommand {
         if transfer.insecure {
             console.warning("TLS certificate verification is OFF (--insecure): anyone on the path can read and change this download")
         }
-        try await DownloadSession(global: global, transfer: transfer, console: console, skipped: badLines).run(.add(consume requests))
+        let session = DownloadSession(global: global, transfer: transfer, console: console, skipped: badLines)
+        try await session.run(.add(consume requests))
     }
 }

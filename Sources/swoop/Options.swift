@@ -134,7 +134,8 @@ struct TransferOptions: ParsableArguments {
         } catch let error as SwoopError {
             // With --help (or another of ArgumentParser's own flags) that wins, as it does over any
             // validation error: nothing said here.
-            if SwoopCommand.asksArgumentParserItself(Array(CommandLine.arguments.dropFirst())) { throw ExitCode(ExitStatus.usage) }
+            let arguments = SwoopCommand.parsing ?? Array(CommandLine.arguments.dropFirst())
+            if SwoopCommand.asksArgumentParserItself(arguments) { throw ExitCode(ExitStatus.usage) }
             // One line and exit 2, before any state is created (a ValidationError prints the usage).
             throw error.exit(on: Console(quiet: false))
         }

@@ -36,7 +36,8 @@ struct SwoopCommand: AsyncParsableCommand {
         }
         if first == "help", let unknown = Self.unknownHelpTopic(Array(CommandLine.arguments.dropFirst(2))) {
             // ArgumentParser would show the overview and exit 0, as if the command existed.
-            FileHandle.standardError.write(Data("swoop: error: no command '\(unknown)'; `swoop --help` lists them\n".utf8))
+            let line = "swoop: error: no command '\(unknown)'; `swoop --help` lists them\n"
+            FileHandle.standardError.write(Data(line.utf8))
             exit(withError: ExitCode(ExitStatus.usage))
         }
         if let first, Self.startsTransfers(first) {
@@ -86,8 +87,12 @@ struct SwoopCommand: AsyncParsableCommand {
 
     /// The command line, parsed quickly when it can be, else by ArgumentParser's root parse.
     nonisolated private static func parse(_ arguments: [String]) throws -> sending any ParsableCommand {
-        try parseQuickly(arguments) ?? parseAsRoot(arguments)
+        try $parsing.withValue(arguments) { try parseQuickly(arguments) ?? parseAsRoot(arguments) }
     }
+
+    /// The arguments being parsed, for validation to see whether help was asked for beside them
+    /// (`asksArgumentParserItself`).
+    @TaskLocal static var parsing: [String]?
 
     /// The command line parsed by its subcommand alone (`get` when none is named: `swoop URL`), or
     /// nil when the root parse should handle it. ArgumentParser's root parse reflects over `get`'s

@@ -82,7 +82,9 @@ struct MirrorTests: CLISuite {
         // A Metalink that cannot be read says why.
         let missing = try await get(["--metalink", root + "/none.meta4"])
         #expect(missing.status == 3)
-        #expect(missing.stderrLines == ["swoop: error: cannot read Metalink file \(root)/none.meta4: No such file or directory"])
+        #expect(
+            missing.stderrLines == ["swoop: error: cannot read Metalink file \(root)/none.meta4: No such file or directory"]
+        )
         let directory = try await get(["--metalink", root])
         #expect(directory.status == 3)
         #expect(directory.stderrLines == ["swoop: error: cannot read Metalink file \(root): it is a directory"])

@@ -12,6 +12,30 @@ import Testing
 struct DownloadManagerTests {
     // MARK: - Queue limits and order
 
+    /// A queued download opens where its transfer runs (nothing to save); a directory that went
+    /// away meanwhile still fails it with the one clear error, as the disk-thread open did.
+    @Test func aQueuedDownloadWhoseDirectoryWentAwayFailsNamingIt() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        f.serve("/gone.bin", size: 1_000)
+        let sub = f.directory + "/sub"
+        try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: false)
+        let store = InMemoryDownloadStore()
+        let manager = try DownloadManager(configuration: f.configuration, store: store)
+        let events = ManagerEventLog(manager.events())
+        let ids = try await manager.add(contentsOf: [DownloadRequest(url: f.server.url("/gone.bin"), directory: sub)])
+        try FileManager.default.removeItem(atPath: sub)
+        let run = ManagerRun(manager: manager, store: store, events: events, runner: Task { await manager.run() })
+        defer { Task { await run.stop() } }
+        #expect(await run.waitForTerminal(ids))
+        guard case .failed(_, let error) = events.terminal(ids[0]).first else {
+            Issue.record("not failed: \(events.terminal(ids[0]))")
+            return
+        }
+        #expect(error.message == "cannot use directory \(sub): No such file or directory")
+        #expect(f.server.requests(to: "/gone.bin").isEmpty)
+    }
+
     @Test func queueRunsAtMostTheLimitAtOnceAndFinishesEverything() async throws {
         var f = try await ManagerFixture.make()
         defer { f.stop() }

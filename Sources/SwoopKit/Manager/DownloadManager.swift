@@ -109,7 +109,12 @@ public actor DownloadManager {
     /// A new stream of the events from now on that `included` accepts; the others are never
     /// buffered for it. A reader that wants only some events (the terminal ones, say) of a queue
     /// of thousands keeps no copy of the rest while it is busy.
-    public nonisolated func events(where included: @escaping @Sendable (DownloadEvent) -> Bool) -> DownloadEvents {
+    ///
+    /// - Parameter included: Decides for each event as it is published, on the publishing thread
+    ///   (several at once): it must be quick and must not block.
+    public nonisolated func events(
+        where included: @escaping @Sendable (DownloadEvent) -> Bool
+    ) -> DownloadEvents {
         hub.subscribe(where: included)
     }
 

@@ -4,7 +4,8 @@ import NIOCore
 /// Fans events out to subscribers, each with its own buffer.
 ///
 /// Buffering policy: a subscriber that reads slowly never slows the downloads and never loses a
-/// state change. Its buffer keeps every non-progress event in order; a `progress` event replaces
+/// state change. Its buffer keeps every non-progress event it subscribed to in order (all of them,
+/// unless it named a filter); a `progress` event replaces
 /// that download's previous progress event if the subscriber has not read it yet (and nothing else
 /// about that download came in between), so the buffer holds at most one progress event per
 /// download. Terminal events (completed, failed, paused, removed) are never dropped or merged.
@@ -54,7 +55,8 @@ final class EventHub: Sendable {
     }
 }
 
-/// The events of one subscriber, from ``DownloadManager/events()``: an `AsyncSequence` to iterate
+/// The events of one subscriber, from ``DownloadManager/events()`` or
+/// ``DownloadManager/events(where:)``: an `AsyncSequence` to iterate
 /// once. The subscription ends when the reading task is cancelled, when the manager shuts down
 /// (after the buffered events), or when the sequence and its iterator are no longer referenced
 /// (leaving a `for await` loop with `break` is enough): its buffer is then freed.

@@ -186,15 +186,12 @@ public enum FileNaming: Sendable {
     static func lastPathSegment(of url: URL) -> String? {
         let path = url.path(percentEncoded: true)
         let segment = path.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
-        // The common case: nothing percent-encoded and no backslash, so nothing to decode or replace.
-        if !segment.isEmpty, !segment.utf8.contains(UInt8(ascii: "%")), !segment.utf8.contains(UInt8(ascii: "\\")),
-            segment.utf8.allSatisfy({ $0 < 0x80 })
-        {
+        guard !segment.isEmpty else { return nil }
+        // The common case: ASCII, nothing percent-encoded and no backslash: nothing to decode or replace.
+        if segment.utf8.allSatisfy({ $0 < 0x80 && $0 != UInt8(ascii: "%") && $0 != UInt8(ascii: "\\") }) {
             return String(segment)
         }
-        guard !segment.isEmpty,
-            let bytes = ContentDisposition.percentDecodedBytes(segment, strict: false)
-        else { return nil }
+        guard let bytes = ContentDisposition.percentDecodedBytes(segment, strict: false) else { return nil }
         // Old servers still send Latin-1 in URLs; bytes that are not UTF-8 are read as that.
         let decoded = ContentDisposition.decodeUTF8(bytes) ?? ContentDisposition.decodeLatin1(bytes)
         return String(

@@ -12,21 +12,28 @@ enum Syntax {
         return String(String.UnicodeScalarView(scalars[first...last]))
     }
 
-    /// Drops leading and trailing whitespace as Foundation's `CharacterSet.whitespaces` counts it
-    /// (tab, the Unicode space separators, and U+200B ZERO WIDTH SPACE, once one of them), without
-    /// Foundation's bridging: every URL of a long list is trimmed. Text with nothing to trim comes
-    /// back as it is.
+    /// Drops leading and trailing whitespace exactly as Foundation's `CharacterSet.whitespaces`
+    /// counts it (Core Foundation's list: tab, space, U+00A0, U+1680, U+2000–U+200B, U+202F,
+    /// U+205F, U+3000), without Foundation's bridging: every URL of a long list is trimmed. Text
+    /// with nothing to trim comes back as it is.
     static func trimmingWhitespace(_ text: String) -> String {
         let bytes = text.utf8
         if let first = bytes.first, let last = bytes.last, (0x21..<0x80).contains(first), (0x21..<0x80).contains(last) {
             return text
         }
-        let isSpace: (Unicode.Scalar) -> Bool = { $0 == "\t" || $0 == "\u{200B}" || $0.properties.generalCategory == .spaceSeparator }
         let scalars = text.unicodeScalars
-        guard let start = scalars.firstIndex(where: { !isSpace($0) }), let end = scalars.lastIndex(where: { !isSpace($0) }) else {
-            return ""
-        }
+        guard let start = scalars.firstIndex(where: { !isWhitespace($0) }),
+            let end = scalars.lastIndex(where: { !isWhitespace($0) })
+        else { return "" }
         return String(scalars[start...end])
+    }
+
+    /// Whether `scalar` is in `CharacterSet.whitespaces` (see ``trimmingWhitespace(_:)``).
+    static func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x09, 0x20, 0xA0, 0x1680, 0x2000...0x200B, 0x202F, 0x205F, 0x3000: return true
+        default: return false
+        }
     }
 
     /// A non-negative decimal of one or more ASCII digits, or `nil` if malformed or too large.

@@ -6,6 +6,15 @@ import NIOCore
 // trusted as far as the store and the file both vouch, a fresh one's name chosen and claimed.
 
 extension Transfer {
+    /// Whether ``open()`` writes nothing to the store and touches no file but a look at the
+    /// directory (as claiming a name does on the event loop): a stored download waiting for its
+    /// first start, with no file claimed and its settings unchanged. It then runs where the
+    /// transfer runs, without a hop to a disk thread and back. Keep in step with ``open()``: a save
+    /// added there for such a record must make this `false`.
+    var opensWithoutSaving: Bool {
+        !isNew && record.state == .waiting && record.fileName == nil && record.settings == options.settings
+    }
+
     /// A completed record whose file is still as Swoop left it needs no work.
     func recogniseCompleted() throws -> Download? {
         guard record.state == .completed, let path = record.destinationPath else { return nil }

@@ -139,10 +139,8 @@ final class Transfer {
     func run() async throws -> DownloadOutcome {
         // The part file is let go with the transfer, not with the last reference to it.
         defer { part?.unlock() }
-        // Opening saves durably (a new record, a reset, a recovered one): on a disk thread. A queued
-        // download that never claimed a file needs no save to open, only a look at its directory
-        // (as claiming a name does): here, without a hop to a disk thread and back.
-        let opensWithoutSaving = !isNew && record.state == .waiting && record.partPath == nil && record.settings == options.settings
+        // Opening saves durably (a new record, a reset, a recovered one): on a disk thread, unless
+        // there is nothing to save (`opensWithoutSaving`).
         if let done = try await (opensWithoutSaving ? open() : onDisk { try $0.open() }) {
             guard options.refresh, done.state == .completed, try await changedOnServer(done) else { return .alreadyComplete(done) }
             try await onDisk { try $0.beginRefresh() }
