@@ -76,9 +76,11 @@ struct SwoopCommand: AsyncParsableCommand {
     /// and help hint) with status 2, anything else as ArgumentParser reports it.
     private static func fail(_ error: any Error) -> Never {
         if exitCode(for: error) == .validationFailure {
-            let usage = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
-                .drop { !$0.hasPrefix("Usage:") }
-            let text = (["swoop: error: " + message(for: error)] + usage.map(String.init)).joined(separator: "\n")
+            var usage = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
+                .drop { !$0.hasPrefix("Usage:") }.map(String.init)
+            // A bare `swoop` gets no usage from ArgumentParser: at least say where help is.
+            if usage.allSatisfy(\.isEmpty) { usage = ["  See 'swoop --help' for more information."] }
+            let text = (["swoop: error: " + message(for: error)] + usage).joined(separator: "\n")
             FileHandle.standardError.write(Data((text.trimmingCharacters(in: .newlines) + "\n").utf8))
             exit(withError: ExitCode(ExitStatus.usage))
         }

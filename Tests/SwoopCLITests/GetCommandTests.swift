@@ -199,6 +199,11 @@ struct GetCommandTests: CLISuite {
             #expect(help.status == 0, "\(arguments)")
             #expect(help.stdout.contains("USAGE: swoop get [<options>] [<urls> ...]"), "\(arguments)")
         }
+        let bare = try await SwoopBinary.run([], in: self.root)
+        #expect(bare.status == 2)
+        #expect(bare.stderrLines == [
+            "swoop: error: give at least one URL, or -i FILE, or --metalink FILE", "  See 'swoop --help' for more information.",
+        ])
         let unknown = try await SwoopBinary.run(["help", "nope"], in: self.root)
         #expect(unknown.status == 2)
         #expect(unknown.stderrLines == ["swoop: error: no command 'nope'; `swoop --help` lists them"])
@@ -371,6 +376,9 @@ struct GetCommandTests: CLISuite {
         #expect(resumed.status == 0)
         #expect(digest(out + "/big.bin") == digest(body))
         #expect(server.requests(to: "/big.bin").last?.header("Range") == "bytes=2500000-")
+        // It says so once, as `wget -c` and `curl -C -` do.
+        let continuing = resumed.stderrLines.filter { $0.hasPrefix("swoop: continuing") }
+        #expect(continuing == ["swoop: continuing \(out)/big.bin from 2.38 MiB of 3.81 MiB"])
         // The second run's progress starts from the saved bytes (62.5%), not from 0.
         let first = resumed.stderrLines.first { $0.hasPrefix("big.bin  ") }
         let percent = first.flatMap { Double($0.dropFirst("big.bin  ".count).prefix { $0 != "%" }) }

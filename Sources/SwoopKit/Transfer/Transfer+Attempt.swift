@@ -112,6 +112,7 @@ extension Transfer {
         retrying = nil
         if let segments = record.segments, let total = record.totalBytes, part != nil {
             // A download already split into segments continues on all its connections at once.
+            announceContinuation(from: offset, of: total)
             emit(.started(snapshot()))
             return try await runSegments(SegmentPlan(total: total, segments: segments), first: nil)
         }
@@ -166,7 +167,10 @@ extension Transfer {
                 try await onDisk { try $0.resetToZero() }
             } else if let from = movedFrom, start > 0 {
                 emit(.notice(snapshot(), "\(url.absoluteString) serves the same file as \(from) (ETag \(record.etag ?? "none")): continuing from \(ByteFormatting.format(start))"))
+            } else if start > 0 {
+                announceContinuation(from: start, of: total)
             }
+            continuesEarlierRun = false
             movedFrom = nil
             // Proven (or started over): the record's URL is the bytes' own source from now on.
             if url.absoluteString == record.url { record.movedFrom = nil }
@@ -243,6 +247,14 @@ extension Transfer {
         record.syncedBytes = 0
         try storeCall { try store.update(record, durable: true) }
         try part?.truncate(to: 0)
+    }
+
+    /// Says once that this run continues the bytes an earlier one left (`continuesEarlierRun`).
+    func announceContinuation(from start: Int, of total: Int?) {
+        guard continuesEarlierRun else { return }
+        continuesEarlierRun = false
+        let of = total.map { " of \(ByteFormatting.format($0))" } ?? ""
+        emit(.notice(snapshot(), "continuing \(record.destinationPath ?? record.url) from \(ByteFormatting.format(start))\(of)"))
     }
 
     /// Sends a GET with the configured headers, the request's and `extraHeaders` (the range).

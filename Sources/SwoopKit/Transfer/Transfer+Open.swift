@@ -87,6 +87,7 @@ extension Transfer {
         file.assumeSynced(record.bootID == bootID ? min(record.syncedBytes, trusted) : trusted)
         part = file
         offset = trusted
+        continuesEarlierRun = trusted > 0
         try checkpoint(force: true)
     }
 
@@ -106,6 +107,7 @@ extension Transfer {
         part = file
         record.segments = trusted.segments
         offset = trusted.completedBytes
+        continuesEarlierRun = offset > 0
         record.committedBytes = offset
         record.syncedBytes = trusted.syncedBytes
         try storeCall { try store.update(record, durable: true) }

@@ -98,6 +98,9 @@ final class Transfer {
     var writebackFrom = 0
     /// The retry this transfer waits for, shown in its snapshots until the next attempt starts.
     var retrying: Download.Retry?
+    /// The part file holds bytes of an earlier run: the first answer that continues them says so
+    /// once (`announceContinuation`), as `wget -c` and `curl -C -` do.
+    var continuesEarlierRun = false
     /// The URL the saved bytes came from, until `url`'s first answer proves or disproves that it
     /// serves their file (a download moved to a new URL, a mirror taking over): named in notices.
     var movedFrom: String?
