@@ -257,6 +257,22 @@ struct SegmentedDownloadTests {
         #expect(notices.contains("dropping \(f.server.url("/gone/g.bin")): HTTP 404 Not Found; trying mirror \(f.server.url("/m/g.bin"))"), "\(notices)")
     }
 
+    /// When the mirror fails too, the error names the source that failed last and the ones given
+    /// up on before it (not the first URL alone).
+    @Test func whenEverySourceFailsTheErrorNamesThemAll() async throws {
+        let f = try await Self.fixture(connections: 1)
+        defer { f.stop() }
+        var request = try f.request("/gone/h.bin")
+        request.mirrors = [try DownloadRequest.validate(f.server.url("/also-gone/h.bin"))]
+        let (result, _) = await f.download(request)
+        guard case .failure(let error) = result else {
+            Issue.record("downloaded from nowhere")
+            return
+        }
+        let last = f.server.url("/also-gone/h.bin"), first = f.server.url("/gone/h.bin")
+        #expect(error.message == "HTTP 404 Not Found from \(last); before it, \(first) (HTTP 404 Not Found)")
+    }
+
     /// A mirror taking over a single connection's saved bytes must prove their file as a mirror
     /// taking segments does: one that serves another file without an ETag (or of another length),
     /// and answers the range despite `If-Range`, never has its bytes spliced onto the URL's; the

@@ -15,6 +15,8 @@ extension Transfer {
         defer { context.activeMarks.remove(record.id) }
         // How far any attempt got: only getting further resets the retry count.
         var furthest = offset
+        // The sources given up on, and why: named in the error when the last one fails too.
+        var dropped: [String] = []
         while true {
             let furthestBefore = furthest
             do {
@@ -35,9 +37,11 @@ extension Transfer {
                 let decision = retries.decide(after: swoopError, progressed: furthest > furthestBefore, jitter: Double.random(in: 0..<1))
                 guard case .retry(let delay, let attempt, let most) = decision else {
                     // A URL that fails for good gives way to a mirror while any is left.
+                    let reason = Self.shortReason(swoopError.message, url: url.absoluteString)
                     if ErrorClassifier.isSourceFailure(swoopError), !spareSources.isEmpty {
                         let next = spareSources.removeFirst()
-                        emit(.notice(snapshot(), "dropping \(url.absoluteString): \(Self.shortReason(swoopError.message, url: url.absoluteString)); trying mirror \(next.absoluteString)"))
+                        emit(.notice(snapshot(), "dropping \(url.absoluteString): \(reason); trying mirror \(next.absoluteString)"))
+                        dropped.append("\(url.absoluteString) (\(reason))")
                         if offset > 0 || record.segments != nil {
                             // The saved bytes are kept only if the mirror proves it serves their file.
                             movedFrom = url.absoluteString
@@ -47,10 +51,14 @@ extension Transfer {
                         retries = Retries(policy: configuration.retry)
                         continue
                     }
-                    throw await stop(swoopError, on: .fail)
+                    var final = swoopError
+                    if !dropped.isEmpty, ErrorClassifier.isSourceFailure(swoopError) {
+                        final.message += "; before it, " + dropped.joined(separator: ", ")
+                    }
+                    throw await stop(final, on: .fail)
                 }
                 _ = try? await onDisk { try $0.saveProgress(error: swoopError) }
-                retrying = Download.Retry(attempt: attempt, maxRetries: most, reason: Self.shortReason(swoopError.message, url: record.url))
+                retrying = Download.Retry(attempt: attempt, maxRetries: most, reason: Self.shortReason(swoopError.message, url: url.absoluteString))
                 emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.delay(delay.seconds)) (\(attempt)/\(most))"))
                 do {
                     try await Task.sleep(for: delay)
@@ -151,7 +159,7 @@ extension Transfer {
             return false
         case .status(let status):
             await response.body.drain()
-            throw SwoopError.httpStatus(status, url: record.url, retryAfter: response.headers.first(name: "Retry-After"))
+            throw SwoopError.httpStatus(status, url: url.absoluteString, retryAfter: response.headers.first(name: "Retry-After"))
         case .complete:
             await response.body.drain()
             return true
@@ -218,7 +226,7 @@ extension Transfer {
                 return false
             }
             if let total, offset < total {
-                throw SwoopError(.network, "connection closed early: got \(offset) of \(total) bytes from \(record.url)", isRetryable: true)
+                throw SwoopError(.network, "connection closed early: got \(offset) of \(total) bytes from \(url.absoluteString)", isRetryable: true)
             }
             return true
         }

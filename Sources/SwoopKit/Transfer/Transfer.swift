@@ -200,6 +200,7 @@ final class Transfer {
     }
 
     func classify(_ error: any Error) -> SwoopError {
-        ErrorClassifier.classify(error, url: record.url, timeouts: configuration.timeouts)
+        // The source the error came from: the URL, or the mirror that took its place.
+        ErrorClassifier.classify(error, url: url.absoluteString, timeouts: configuration.timeouts)
     }
 }
