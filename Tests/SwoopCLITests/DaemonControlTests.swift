@@ -34,6 +34,8 @@ struct DaemonControlTests {
         let relimited = try await SwoopBinary.run(["resume", prefix, "--limit-rate", "300K"] + state, in: daemon.root)
         #expect(relimited.stdoutLines == ["resumed \(prefix) \(server.url("/f.bin"))"])
         #expect((try await daemon.result("aria2.getOption", prefix) as? [String: Any])?["max-download-limit"] as? String == "307200")
+        // Resumed, it waits for the daemon's queue a moment before it runs again.
+        #expect(try await daemon.waitFor(try #require(gid), "active"))
         let again = try await SwoopBinary.run(["resume", prefix] + state, in: daemon.root)
         #expect(again.status == 2)
         #expect(again.stderrLines.last?.hasSuffix("the download is already active") == true, "\(again.stderr)")
