@@ -171,10 +171,47 @@ public final class SQLiteDownloadStore: DownloadStore {
             try db.cachedStatement(sql: Row.updateSQL).execute(arguments: Row(record).updateArguments)
             return db.changesCount
         }
-        guard changed > 0 else {
-            throw SwoopError(.store, "the record of \(record.url) was removed from \(path) meanwhile (by another swoop process?)")
-        }
+        guard changed > 0 else { throw Self.removedMeanwhile(record, path: path) }
         if durable { try makeDurable() }
+    }
+
+    /// The updates in one transaction and one flush of the log: a group of downloads finishing
+    /// together commits once. A record that is gone fails alone; a failed transaction fails all.
+    public func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>] {
+        guard records.count > 1 else {
+            return records.map { record in Result { try update(record, durable: durable) }.mapError(Self.storeError) }
+        }
+        let changed: [Bool]
+        do {
+            changed = try write { db in
+                var changed: [Bool] = []
+                try db.inTransaction {
+                    let statement = try db.cachedStatement(sql: Row.updateSQL)
+                    for record in records {
+                        try statement.execute(arguments: Row(record).updateArguments)
+                        changed.append(db.changesCount > 0)
+                    }
+                    return .commit
+                }
+                return changed
+            }
+            if durable { try makeDurable() }
+        } catch {
+            let failure = Self.storeError(error)
+            return records.map { _ in .failure(failure) }
+        }
+        return zip(records, changed).map { record, changed in
+            changed ? .success(()) : .failure(Self.removedMeanwhile(record, path: path))
+        }
+    }
+
+    /// `write` and `makeDurable` throw ``SwoopError``s already; anything else is named a store error.
+    static func storeError(_ error: any Error) -> SwoopError {
+        error as? SwoopError ?? SwoopError(.store, "cannot write the download state: \(error)", cause: error)
+    }
+
+    static func removedMeanwhile(_ record: DownloadRecord, path: String) -> SwoopError {
+        SwoopError(.store, "the record of \(record.url) was removed from \(path) meanwhile (by another swoop process?)")
     }
 
     public func markActive(id: Download.ID, at date: Date) throws {

@@ -13,6 +13,11 @@ enum DiskWork {
 
     private static let threads = DiskThreads(limit: threadCount)
 
+    /// Starts `work` on a disk thread and returns at once.
+    static func submit(_ work: @escaping @Sendable () -> Void) {
+        threads.submit(work)
+    }
+
     /// Runs `body` on a disk thread and returns its result.
     /// Not cancellable: work handed to the disk (a save of progress as a transfer stops, a flush)
     /// is finished, whatever happens to the waiting task meanwhile.

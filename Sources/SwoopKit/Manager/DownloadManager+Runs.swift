@@ -212,7 +212,7 @@ extension DownloadManager {
         let (hub, runs, rateLimits, id) = (hub, runs, rateLimits, record.id)
         var context = Transfer.Context(
             client: client, configuration: options.settings.applied(to: configuration), store: store, logger: logger,
-            activeMarks: activeMarks, directorySyncs: directorySyncs,
+            activeMarks: activeMarks, directorySyncs: directorySyncs, finishes: finishes,
             emit: { event in
                 guard runs.note(event) else { return }
                 hub.publish(event)

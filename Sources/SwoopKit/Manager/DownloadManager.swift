@@ -32,6 +32,8 @@ public actor DownloadManager {
     nonisolated let activeMarks = ActiveMarks()
     /// The directories this manager renamed finished files into, flushed at shutdown.
     nonisolated let directorySyncs = DirectorySyncs()
+    /// Flushes, records and renames the downloads that finish together, as a group.
+    nonisolated let finishes: FinishGroups
     var queue: DownloadQueue
     /// The key of each download in the queue: a queued run takes the download's lock by it before
     /// it reads the record (once).
@@ -83,6 +85,7 @@ public actor DownloadManager {
         }
         self.configuration = configuration
         self.store = store
+        self.finishes = FinishGroups(store: store)
         self.logger = logger
         self.rateLimits = try RateLimits(configuration.limits)
         self.client = try HTTPClientPool(configuration)

@@ -24,6 +24,10 @@ public protocol DownloadStore: Sendable {
     /// are, so that a transfer never undoes a `move` or `setPriority`. A record that is gone stays
     /// gone: the update throws ``SwoopError/Code/store``.
     func update(_ record: DownloadRecord, durable: Bool) throws
+    /// Writes several transfers' records as ``update(_:durable:)`` does, in one transaction where the
+    /// store has them (a group of downloads finishing together: one commit, one flush). Returns each
+    /// record's outcome in order: a record that is gone stays gone and fails alone.
+    func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>]
     /// Marks a waiting download active, for `ls` while its first request is under way. A record in
     /// any other state is left alone.
     func markActive(id: Download.ID, at date: Date) throws
@@ -85,6 +89,10 @@ extension DownloadStore {
 
     public func save(_ record: DownloadRecord, durable: Bool) throws {
         try save(record)
+    }
+
+    public func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>] {
+        records.map { record in Result { try withStoreErrors { try update(record, durable: durable) } }.mapError(SwoopError.wrapping) }
     }
 
     /// Deletes many records.

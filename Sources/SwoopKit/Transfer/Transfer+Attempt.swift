@@ -22,8 +22,8 @@ extension Transfer {
             do {
                 try Task.checkCancellation()
                 if try await attempt() {
-                    // fdatasync, verify, a durable save and the rename: on a disk thread.
-                    return try await onDisk { try $0.finish() }
+                    // Flush, verify, a durable save and the rename: on a disk thread, in a group.
+                    return try await finish()
                 }
                 continue
             } catch let error as CancellationError {

@@ -1,19 +1,30 @@
 import Foundation
 
-// The end of a download: flush, verify, record completed, rename.
+// The end of a download: flush, verify, record completed, rename (with the other downloads
+// finishing at the same time: ``FinishGroups``).
 
 extension Transfer {
-    /// Flushes and verifies the part file, records the download completed, then renames the file.
+    /// Flushes and verifies the part file, records the download completed, then renames the file,
+    /// in a group with the downloads finishing now.
     ///
     /// The record comes first, durably: a crash between the two leaves a completed record beside its
-    /// part file, and the next run finishes the rename (``finishInterruptedPublish(of:)``). So the
-    /// rename needs no directory `fsync` of its own; the directories are flushed once at shutdown.
-    func finish() throws -> Download {
-        guard let part, let partPath = record.partPath, let finalPath = record.destinationPath else {
+    /// part file, and the next run finishes the rename (``finishInterruptedPublish(of:directorySyncs:)``).
+    /// So the rename needs no directory `fsync` of its own; the directories are flushed once at shutdown.
+    func finish() async throws -> Download {
+        let done = try await context.finishes.finish(self)
+        emit(.completed(done))
+        return done
+    }
+
+    /// A finish's first step, on the group's disk thread: flushes the part file (with its mtime:
+    /// the record names it, and a rename redone after a power loss checks it), verifies its
+    /// checksum, and moves the record to completed with the file's size and mtime. The store is
+    /// written by the group, for all its downloads at once.
+    func prepareCompletion() throws {
+        guard let part, let partPath = record.partPath, record.destinationPath != nil else {
             throw SwoopError(.fileSystem, "no part file for \(record.url)")
         }
         try surfaceSyncFailure(part)
-        // With the mtime: the record names it, and a rename redone after a power loss checks it.
         try part.syncNow(upTo: offset, metadata: true)
         record.totalBytes = record.totalBytes ?? offset
         if let expected = options.checksum {
@@ -32,16 +43,15 @@ extension Transfer {
         }
         // A rename keeps size and modification time: these are what the final file will show.
         let stat = try part.sizeAndModified()
-        let before = record
-        do {
-            try recordCompleted(size: stat.size, modified: stat.modified)
-            try FileSystem.publish(partPath, as: finalPath, replace: options.collisionPolicy == .overwrite)
-        } catch {
-            // Not recorded or not published, so not complete: the record goes back to what it was
-            // (active), the bytes stay in the part file, and the failure that follows records it.
-            record = before
-            throw error
+        try markCompleted(size: stat.size, modified: stat.modified)
+    }
+
+    /// A finish's last step, once the store holds the record completed: the rename.
+    func publishCompleted() throws -> Download {
+        guard let partPath = record.partPath, let finalPath = record.destinationPath else {
+            throw SwoopError(.fileSystem, "no part file for \(record.url)")
         }
+        try FileSystem.publish(partPath, as: finalPath, replace: options.collisionPolicy == .overwrite)
         let directory = (finalPath as NSString).deletingLastPathComponent
         if store.isDurable {
             context.directorySyncs.add(directory)
@@ -50,12 +60,17 @@ extension Transfer {
             FileSystem.syncDirectory(directory)
         }
         self.part = nil
-        let done = record.snapshot()
-        emit(.completed(done))
-        return done
+        return record.snapshot()
     }
 
+    /// Records the download completed, durably.
     func recordCompleted(size: Int, modified: Double?) throws {
+        try markCompleted(size: size, modified: modified)
+        try storeCall { try store.update(record, durable: true) }
+    }
+
+    /// Moves the record to completed with the final file's size and mtime, in memory.
+    func markCompleted(size: Int, modified: Double?) throws {
         try transition(.complete)
         record.segments = nil
         record.committedBytes = offset
@@ -65,7 +80,6 @@ extension Transfer {
         record.bytesPerSecond = 0
         record.setLastError(nil)
         record.updatedAt = Date()
-        try storeCall { try store.update(record, durable: true) }
     }
 
     /// Finishes the rename of a download recorded completed whose process stopped before renaming

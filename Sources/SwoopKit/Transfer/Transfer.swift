@@ -26,6 +26,8 @@ final class Transfer {
         var activeMarks: ActiveMarks
         /// Where a finished file's rename is noted, for the directory flush at shutdown.
         var directorySyncs: DirectorySyncs
+        /// Where downloads that finish together are flushed, recorded and renamed as a group.
+        var finishes: FinishGroups
         var emit: @Sendable (DownloadEvent) -> Void
         /// How a stop is recorded when the task is cancelled: `pause` when the caller paused the
         /// download, `interrupt` when its process or task is stopping.

@@ -1,0 +1,112 @@
+import NIOConcurrencyHelpers
+
+/// Finishes downloads in groups: the downloads that come to their end while a group is being
+/// finished form the next one. A group shares one write-back of each file system its files are on
+/// (`syncfs`), one transaction recording them completed and one flush of the store's log; then
+/// each file is renamed. With thousands of small files the flushes and commits, not the bytes,
+/// were the cost of each file.
+///
+/// The order within each download is the one ``Transfer`` keeps alone: its bytes flushed (its own
+/// `fsync` after the group's write-back, which reports that file's errors), then its record stored
+/// completed, durably, then the rename. So a file never has its final name before its bytes and its
+/// record are on disk, and a crash at any point leaves what a crash left before (a completed record
+/// beside its part file is renamed by the next run).
+///
+/// One group at a time, on a ``DiskWork`` thread, taken as soon as the previous one is done: a
+/// download finishing alone is a group of one and waits for nobody.
+final class FinishGroups: Sendable {
+    private let store: any DownloadStore
+    private let waiting = NIOLockedValueBox(Waiting())
+
+    /// The most downloads one group finishes.
+    static let maxGroup = 64
+
+    private struct Waiting {
+        var members: [Member] = []
+        /// A disk thread is finishing groups; it takes the members that arrive meanwhile.
+        var draining = false
+    }
+
+    private struct Member: Sendable {
+        let transfer: Exclusive<Transfer>
+        let continuation: CheckedContinuation<Download, any Error>
+    }
+
+    init(store: any DownloadStore) {
+        self.store = store
+    }
+
+    /// Finishes `transfer` with the others finishing now: returns its completed snapshot once its
+    /// file has its final name, or throws what stopped it (its record then as before the finish).
+    /// Not cancellable, as other disk work: a finish once begun is carried out.
+    func finish(_ transfer: Transfer) async throws -> Download {
+        try await withCheckedThrowingContinuation { continuation in
+            let startsDraining = waiting.withLockedValue { waiting in
+                waiting.members.append(Member(transfer: Exclusive(value: transfer), continuation: continuation))
+                defer { waiting.draining = true }
+                return !waiting.draining
+            }
+            if startsDraining { DiskWork.submit { self.drain() } }
+        }
+    }
+
+    /// Finishes groups until none is waiting.
+    private func drain() {
+        while true {
+            let group = waiting.withLockedValue { waiting in
+                let group = Array(waiting.members.prefix(Self.maxGroup))
+                waiting.members.removeFirst(group.count)
+                if group.isEmpty { waiting.draining = false }
+                return group
+            }
+            guard !group.isEmpty else { return }
+            finish(group)
+        }
+    }
+
+    private func finish(_ group: [Member]) {
+        if group.count > 1 { writeBack(group) }
+        var results = [Result<Download, any Error>](repeating: .failure(CancellationError()), count: group.count)
+        // Flushed and verified, moved to completed in memory: (member, record before the finish).
+        var prepared: [(index: Int, before: DownloadRecord)] = []
+        for (index, member) in group.enumerated() {
+            let transfer = member.transfer.value
+            let before = transfer.record
+            do {
+                try transfer.prepareCompletion()
+                prepared.append((index, before))
+            } catch {
+                results[index] = .failure(error)
+            }
+        }
+        let stored = store.update(contentsOf: prepared.map { group[$0.index].transfer.value.record }, durable: true)
+        for ((index, before), outcome) in zip(prepared, stored) {
+            let transfer = group[index].transfer.value
+            results[index] = Result {
+                do {
+                    try outcome.get()
+                    return try transfer.publishCompleted()
+                } catch {
+                    // Not recorded or not published, so not complete: the record goes back to what
+                    // it was (active), the bytes stay in the part file, and the failure that follows
+                    // records it.
+                    transfer.record = before
+                    throw error
+                }
+            }
+        }
+        for (member, result) in zip(group, results) {
+            member.continuation.resume(with: result)
+        }
+    }
+
+    /// One `syncfs` per file system the group's files are on: each file's own `fsync` that follows
+    /// then has little or nothing left to write, and one journal commit covers them all.
+    private func writeBack(_ group: [Member]) {
+        var devices = Set<UInt64>()
+        for member in group {
+            guard let part = member.transfer.value.part, let device = part.device, devices.insert(device).inserted else { continue }
+            part.syncFileSystem()
+        }
+    }
+}
