@@ -3,26 +3,36 @@ import NIOConcurrencyHelpers
 
 @testable import SwoopKit
 
-/// An in-memory store that tells a test about every `update` (with its durability) and every
-/// `markActive`, before carrying them out.
+/// An in-memory store that tells a test about every `update` (with its durability), every group
+/// of updates (before its records' own `update`s) and every `markActive`, before carrying them out.
 final class ObservedStore: DownloadStore {
     private let inner: InMemoryDownloadStore
     private let onUpdate: @Sendable (DownloadRecord, _ durable: Bool) -> Void
+    private let onGroup: @Sendable ([DownloadRecord]) -> Void
     private let onMarkActive: @Sendable (Download.ID) -> Void
 
     init(
         inner: InMemoryDownloadStore = InMemoryDownloadStore(),
         onUpdate: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> Void = { _, _ in },
+        onGroup: @escaping @Sendable ([DownloadRecord]) -> Void = { _ in },
         onMarkActive: @escaping @Sendable (Download.ID) -> Void = { _ in }
     ) {
         self.inner = inner
         self.onUpdate = onUpdate
+        self.onGroup = onGroup
         self.onMarkActive = onMarkActive
     }
 
     func update(_ record: DownloadRecord, durable: Bool) throws {
         onUpdate(record, durable)
         try inner.update(record, durable: durable)
+    }
+
+    func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>] {
+        onGroup(records)
+        return records.map { record in
+            Result { try update(record, durable: durable) }.mapError { $0 as? SwoopError ?? SwoopError(.store, "\($0)") }
+        }
     }
 
     func update(settings: DownloadSettings, id: Download.ID) throws {

@@ -103,6 +103,39 @@ struct DownloadStoreContractTests {
         #expect(try store.all().isEmpty)
     }
 
+    /// A group of downloads finishing together is recorded in one call: each record as `update`
+    /// writes it, a deleted one failing alone and staying deleted.
+    @Test(arguments: Kind.allCases, [false, true])
+    func aGroupUpdateWritesEachRecordAndADeletedOneFailsAlone(kind: Kind, durable: Bool) throws {
+        let store = try makeStore(kind)
+        var records = ["a.bin", "b.bin", "c.bin"].map { record($0, state: .active) }
+        records[0].priority = 3
+        try store.save(contentsOf: records)
+        try store.delete(id: records[1].id)
+        for index in records.indices {
+            records[index].state = .completed
+            records[index].committedBytes = 1000
+            records[index].finalSize = 1000
+            records[index].priority = 0
+        }
+        let outcomes = store.update(contentsOf: records, durable: durable)
+        #expect(outcomes.count == 3)
+        #expect((try? outcomes[0].get()) != nil && (try? outcomes[2].get()) != nil)
+        guard case .failure(let error) = outcomes[1] else {
+            Issue.record("the update of a deleted record succeeded")
+            return
+        }
+        #expect(error.code == .store && error.message.contains(records[1].url), "\(error.message)")
+        #expect(try store.record(id: records[1].id) == nil)
+        for index in [0, 2] {
+            let stored = try #require(try store.record(id: records[index].id))
+            #expect(stored.state == .completed && stored.committedBytes == 1000 && stored.finalSize == 1000)
+        }
+        // The queue place is not the transfer's to write.
+        #expect(try store.record(id: records[0].id)?.priority == 3)
+        #expect(store.update(contentsOf: [], durable: durable).isEmpty)
+    }
+
     @Test(arguments: Kind.allCases)
     func markActiveTurnsOnlyAWaitingRecordActive(kind: Kind) throws {
         let store = try makeStore(kind)

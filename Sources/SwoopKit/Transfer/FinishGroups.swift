@@ -50,6 +50,11 @@ final class FinishGroups: Sendable {
         }
     }
 
+    /// How many finishes wait for the group being finished (for tests).
+    var waitingCount: Int {
+        waiting.withLockedValue { $0.members.count }
+    }
+
     /// Finishes groups until none is waiting.
     private func drain() {
         while true {

@@ -1,0 +1,127 @@
+import Foundation
+import NIOConcurrencyHelpers
+import SwoopTesting
+import Testing
+
+@testable import SwoopKit
+
+/// Downloads that finish while a group is being finished are finished together: recorded completed
+/// in one store call, each renamed only after it; one that cannot be recorded fails alone.
+@Suite("Finishing in groups", .timeLimit(.minutes(1)))
+struct FinishGroupsTests {
+    static let count = 6
+
+    /// Holds the first group in the store until every other download waits to finish, and checks
+    /// each group's files as the store records them.
+    final class Gate: Sendable {
+        let manager = NIOLockedValueBox<DownloadManager?>(nil)
+        /// The file names of each group, in the order the store saw them.
+        let groups = NIOLockedValueBox<[[String]]>([])
+        /// What was wrong with a file when its group was recorded.
+        let violations = NIOLockedValueBox<[String]>([])
+        /// Runs once every other download waits (with the names of the first group).
+        let whenAllWait: @Sendable ([String]) -> Void
+
+        init(whenAllWait: @escaping @Sendable ([String]) -> Void = { _ in }) {
+            self.whenAllWait = whenAllWait
+        }
+
+        func observe(_ records: [DownloadRecord]) {
+            for record in records {
+                // Recorded before renamed: the bytes are all in the part file, the final name is free.
+                if let final = record.destinationPath, FileSystem.exists(final) {
+                    violations.withLockedValue { $0.append("\(final) exists before its record is stored") }
+                }
+                if let part = record.partPath, fileSize(part) != record.finalSize {
+                    violations.withLockedValue { $0.append("\(part) holds \(fileSize(part) ?? -1) of \(record.finalSize ?? -1) bytes") }
+                }
+            }
+            let names = records.compactMap(\.fileName).sorted()
+            let isFirst = groups.withLockedValue { groups in
+                groups.append(names)
+                return groups.count == 1
+            }
+            guard isFirst, let finishes = manager.withLockedValue({ $0 })?.finishes else { return }
+            // On the group's disk thread: the others arrive meanwhile (bounded wait).
+            let deadline = ContinuousClock.now + .seconds(20)
+            while finishes.waitingCount < FinishGroupsTests.count - names.count, ContinuousClock.now < deadline {
+                usleep(2_000)
+            }
+            whenAllWait(names)
+        }
+    }
+
+    func start(_ f: ManagerFixture, store: ObservedStore, gate: Gate) throws -> (DownloadManager, ManagerEventLog, Task<Void, Never>) {
+        var configuration = f.configuration
+        configuration.queue.maxConcurrentDownloads = Self.count
+        let manager = try DownloadManager(configuration: configuration, store: store)
+        gate.manager.withLockedValue { $0 = manager }
+        let events = ManagerEventLog(manager.events())
+        return (manager, events, Task { await manager.run() })
+    }
+
+    @Test func downloadsThatFinishWhileAGroupIsFinishedAreRecordedTogetherThenRenamed() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        let bodies = (0..<Self.count).map { f.serve("/g\($0).bin", size: 20_000 + $0, seed: UInt64($0 + 1)) }
+        let gate = Gate()
+        let store = ObservedStore(onGroup: { gate.observe($0) })
+        let (manager, events, runner) = try start(f, store: store, gate: gate)
+        let ids = try await manager.add(contentsOf: (0..<Self.count).map { try f.request("/g\($0).bin") })
+        #expect(await events.wait { log in Set(log.filter { $0.caseName == "completed" }.map(\.download.id)) == Set(ids) })
+        try? await manager.shutdown()
+        await runner.value
+
+        for (index, body) in bodies.enumerated() {
+            #expect(sha256(file: f.path("g\(index).bin")) == sha256(body))
+        }
+        #expect(f.files().allSatisfy { !$0.hasSuffix(".swoop") })
+        let groups = gate.groups.withLockedValue { $0 }
+        // The first group, held in the store, and one group of all the others that came meanwhile.
+        #expect(groups.count == 2, "\(groups)")
+        #expect(Set(groups.joined()) == Set((0..<Self.count).map { "g\($0).bin" }))
+        #expect(gate.violations.withLockedValue { $0 } == [])
+        for id in ids {
+            #expect(try store.record(id: id)?.state == .completed)
+        }
+    }
+
+    @Test func aDownloadWhoseRecordIsGoneFailsAloneAndKeepsItsBytes() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        let bodies = (0..<Self.count).map { f.serve("/h\($0).bin", size: 20_000 + $0, seed: UInt64($0 + 11)) }
+        let inner = InMemoryDownloadStore()
+        let removed = NIOLockedValueBox<DownloadRecord?>(nil)
+        let gate = Gate { firstGroup in
+            // Another process removes one of the waiting downloads' records meanwhile.
+            guard let victim = (try? inner.all())?.first(where: { record in
+                record.fileName.map { !firstGroup.contains($0) } ?? false
+            }) else { return }
+            try? inner.delete(id: victim.id)
+            removed.withLockedValue { $0 = victim }
+        }
+        let store = ObservedStore(inner: inner, onGroup: { gate.observe($0) })
+        let (manager, events, runner) = try start(f, store: store, gate: gate)
+        let ids = try await manager.add(contentsOf: (0..<Self.count).map { try f.request("/h\($0).bin") })
+        #expect(await events.wait { log in Set(log.filter(\.isTerminal).map(\.download.id)) == Set(ids) })
+        try? await manager.shutdown()
+        await runner.value
+
+        let victim = try #require(removed.withLockedValue { $0 })
+        let name = try #require(victim.fileName)
+        let failure = try #require(events.terminal(victim.id).first)
+        guard case .failed(_, let error) = failure else {
+            Issue.record("\(name) ended \(failure.caseName), not failed")
+            return
+        }
+        #expect(error.code == .store && error.message.contains("removed"), "\(error.message)")
+        // Not renamed: its bytes stay in its part file.
+        #expect(!FileSystem.exists(f.path(name)))
+        let index = try #require(Int(name.dropFirst().dropLast(4)))
+        #expect(sha256(file: f.path(name + ".swoop")) == sha256(bodies[index]))
+        for other in ids where other != victim.id {
+            #expect(events.terminal(other).map(\.caseName) == ["completed"])
+        }
+        #expect(gate.violations.withLockedValue { $0 } == [])
+    }
+}
