@@ -95,7 +95,7 @@ extension DownloadManager {
         // Held until the run is settled (a cancel's part file is deleted under it), then let go at once.
         defer { lock.release() }
         let job = transferJob(record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded)
-        let task = Task { try await job() }
+        let task = Self.startTransfer(job)
         runs.setTask(id, task)
         let result = await withTaskCancellationHandler {
             await task.result
@@ -204,6 +204,15 @@ extension DownloadManager {
         return record
     }
 
+    /// Starts a transfer's task on an event loop of the HTTP client (see `EventLoopExecutor`):
+    /// enqueued there at once, not on the actor or Swift's global pool to hop to the loop from there
+    /// (nonisolated, so the task does not inherit the actor).
+    nonisolated static func startTransfer(
+        _ job: @escaping @Sendable () async throws -> DownloadOutcome
+    ) -> Task<DownloadOutcome, any Error> {
+        Task(executorPreference: EventLoopExecutor.next()) { try await job() }
+    }
+
     /// The work of one transfer, as a closure a task can run.
     /// The transfer works with the manager's configuration as the download's own settings change it.
     nonisolated func transferJob(
@@ -227,10 +236,7 @@ extension DownloadManager {
             let transfer = Transfer(
                 record: record, url: url, options: options, isNew: isNew, announcesAdded: announcesAdded, context: context
             )
-            // On an event loop of the HTTP client: see `EventLoopExecutor`.
-            return try await withTaskExecutorPreference(EventLoopExecutor.next()) {
-                try await transfer.run()
-            }
+            return try await transfer.run()
         }
     }
 }
