@@ -55,7 +55,12 @@ package enum FileSystem {
     static func publish(_ part: String, as final: String, replace: Bool) throws {
         if replace {
             guard rename(part, final) == 0 else { throw SwoopError.fileSystem("rename \(part) to", path: final, errno: errno) }
+        } else if let failure = renameWithoutReplacing(part, as: final), failure == 0 || failure == EEXIST {
+            guard failure == 0 else {
+                throw SwoopError(.destinationExists, "cannot rename \(part): \(final) appeared meanwhile; the download is kept in \(part)")
+            }
         } else if link(part, final) == 0 {
+            // A file system without RENAME_NOREPLACE: a hard link never replaces either.
             _ = unlink(part)
         } else if errno == EEXIST {
             throw SwoopError(.destinationExists, "cannot rename \(part): \(final) appeared meanwhile; the download is kept in \(part)")
@@ -67,6 +72,19 @@ package enum FileSystem {
             guard rename(part, final) == 0 else { throw SwoopError.fileSystem("rename \(part) to", path: final, errno: errno) }
         }
     }
+
+    /// `renameat2` with `RENAME_NOREPLACE`: one atomic step that never replaces (ext4, XFS, Btrfs,
+    /// tmpfs). Returns 0 or the `errno`, or `nil` when the C library has no `renameat2`.
+    private static func renameWithoutReplacing(_ part: String, as final: String) -> Int32? {
+        guard let renameat2 else { return nil }
+        return renameat2(AT_FDCWD, part, AT_FDCWD, final, 1 /* RENAME_NOREPLACE */) == 0 ? 0 : errno
+    }
+
+    /// glibc's `renameat2`, which the Glibc module does not export (it needs `_GNU_SOURCE`).
+    private static let renameat2: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self)
+    }()
 
     /// Creates `path` and any missing parents (`mkdir -p`), or finds it there as a directory.
     ///
