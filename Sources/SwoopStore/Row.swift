@@ -127,6 +127,12 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
 
     static let updateSQL = "UPDATE download SET \(updateColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?"
 
+    /// ``updateSQL`` unless another unfinished record in the directory names the file (arguments:
+    /// ``updateArguments``, then the directory and the file name).
+    static let claimSQL = updateSQL
+        + " AND NOT EXISTS (SELECT 1 FROM download AS other WHERE other.directory = ? AND other.fileName = ?"
+        + " AND other.state NOT IN ('completed', 'removed') AND other.id != download.id)"
+
     /// The values in `updateColumns` order, then the id.
     var updateArguments: StatementArguments {
         [

@@ -175,6 +175,25 @@ public final class SQLiteDownloadStore: DownloadStore {
         if durable { try makeDurable() }
     }
 
+    /// The claim's check and write in one `UPDATE … WHERE NOT EXISTS`: the per-file store work of
+    /// thousands of small files was a third lighter without the separate lookup. Only when nothing
+    /// was written is the owner looked up (or the record found gone).
+    public func claim(_ record: DownloadRecord) throws -> DownloadRecord? {
+        guard let fileName = record.fileName else {
+            try update(record, durable: false)
+            return nil
+        }
+        let changed = try write { db in
+            var arguments = Row(record).updateArguments
+            arguments += [record.directory, fileName]
+            try db.cachedStatement(sql: Row.claimSQL).execute(arguments: arguments)
+            return db.changesCount
+        }
+        if changed > 0 { return nil }
+        if let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id { return owner }
+        throw Self.removedMeanwhile(record, path: path)
+    }
+
     /// The updates in one transaction and one flush of the log: a group of downloads finishing
     /// together commits once. A record that is gone fails alone; a failed transaction fails all.
     public func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>] {

@@ -103,6 +103,45 @@ struct DownloadStoreContractTests {
         #expect(try store.all().isEmpty)
     }
 
+    /// A claim writes the record naming its file unless another unfinished record in the same
+    /// directory names it; finished, removed and other directories' records do not count.
+    @Test(arguments: Kind.allCases)
+    func aClaimIsRefusedOnlyForANameAnotherUnfinishedRecordHolds(kind: Kind) throws {
+        let store = try makeStore(kind)
+        let holder = record("held.bin", state: .paused)
+        let done = record("done.bin", state: .completed)
+        var elsewhere = record("far.bin", state: .paused)
+        elsewhere.directory = "/tmp/other"
+        var mine = record("mine.bin", state: .active)
+        mine.fileName = nil
+        try store.save(contentsOf: [holder, done, elsewhere, mine])
+
+        for (name, owner) in [("held.bin", holder.id), ("done.bin", nil), ("far.bin", nil), ("new.bin", nil)] {
+            var claim = mine
+            claim.fileName = name
+            claim.totalBytes = 4242
+            let refused = try store.claim(claim)
+            #expect(refused?.id == owner, "\(name)")
+            let stored = try #require(try store.record(id: mine.id))
+            if owner == nil {
+                #expect(stored.fileName == name && stored.totalBytes == 4242, "\(name)")
+            } else {
+                #expect(stored.fileName == nil && stored.totalBytes == 1000, "\(name): nothing written")
+            }
+            // Back to unclaimed for the next name.
+            try store.update(mine, durable: false)
+        }
+        // Its own name, held by its own record, is its own.
+        var again = mine
+        again.fileName = "own.bin"
+        #expect(try store.claim(again) == nil)
+        #expect(try store.claim(again) == nil)
+        // A record that is gone stays gone.
+        try store.delete(id: mine.id)
+        #expect(throws: SwoopError.self) { try store.claim(again) }
+        #expect(try store.record(id: mine.id) == nil)
+    }
+
     /// A group of downloads finishing together is recorded in one call: each record as `update`
     /// writes it, a deleted one failing alone and staying deleted.
     @Test(arguments: Kind.allCases, [false, true])

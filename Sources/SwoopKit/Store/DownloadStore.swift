@@ -24,6 +24,11 @@ public protocol DownloadStore: Sendable {
     /// are, so that a transfer never undoes a `move` or `setPriority`. A record that is gone stays
     /// gone: the update throws ``SwoopError/Code/store``.
     func update(_ record: DownloadRecord, durable: Bool) throws
+    /// Writes a transfer's record as ``update(_:durable:)`` does without a flush, naming its file,
+    /// unless another unfinished record (not completed or removed) in the same directory names that
+    /// file: then nothing is written and that record is returned. The check and the write are one
+    /// statement where the store can make them one.
+    func claim(_ record: DownloadRecord) throws -> DownloadRecord?
     /// Writes several transfers' records as ``update(_:durable:)`` does, in one transaction where the
     /// store has them (a group of downloads finishing together: one commit, one flush). Returns each
     /// record's outcome in order: a record that is gone stays gone and fails alone.
@@ -89,6 +94,14 @@ extension DownloadStore {
 
     public func save(_ record: DownloadRecord, durable: Bool) throws {
         try save(record)
+    }
+
+    public func claim(_ record: DownloadRecord) throws -> DownloadRecord? {
+        if let fileName = record.fileName, let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id {
+            return owner
+        }
+        try update(record, durable: false)
+        return nil
     }
 
     public func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>] {

@@ -186,14 +186,16 @@ extension Transfer {
             // durably reset to zero) can be rolled back by a power loss without harm: the bytes that
             // follow are then attributed to nothing. Only then may the save below skip the flush.
             let blank = record.etag == nil && record.lastModified == nil && record.committedBytes == 0 && record.segments == nil
-            if part == nil {
-                try claimFile(response: response)
-            } else if start == 0, restartReason == nil {
+            // A fresh download claims its file once the record holds what this answer says: the
+            // claim writes it (see `claimFile`).
+            let claiming = part == nil
+            if !claiming, start == 0, restartReason == nil {
                 // A whole body into a part file that may hold more (an earlier attempt's bytes past
                 // a lowered offset): nothing beyond what this body writes may remain. The cut waits
                 // for a background flush that may be running: on a disk thread.
                 try await onDisk { try $0.part?.truncate(to: 0) }
             }
+            let unclaimed = record
             record.totalBytes = total
             // A 206 that omits validators continues the saved representation: keep what we know.
             // A mirror that proved the saved bytes continues them: the URL's validators stay the
@@ -204,14 +206,26 @@ extension Transfer {
             }
             record.setLastError(nil)
             offset = start
+            let plan = splitPlan(start: start, total: total, status: head.status)
+            record.segments = plan?.segments ?? record.segments
+            if claiming {
+                do {
+                    try claimFile(response: response)
+                } catch {
+                    // Nothing of this answer is kept for a file that was never had.
+                    record = unclaimed
+                    throw error
+                }
+            }
             // The validators reach the store before the first byte of this representation reaches the file.
-            if let plan = splitPlan(start: start, total: total, status: head.status) {
-                record.segments = plan.segments
+            if let plan {
                 try await onDisk { try $0.saveProgress(error: nil) }
                 emit(.started(snapshot()))
                 return try await runSegments(plan, first: response.body, at: start)
             }
-            if blank {
+            if claiming, blank {
+                // The claim wrote the record; a power loss that rolls it back names nothing.
+            } else if blank {
                 try saveProgress(error: nil, durable: false)
             } else {
                 try await onDisk { try $0.saveProgress(error: nil) }

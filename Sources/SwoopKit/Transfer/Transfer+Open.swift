@@ -113,8 +113,13 @@ extension Transfer {
         try storeCall { try store.update(record, durable: true) }
     }
 
-    /// Chooses the final name (server's, URL's or the user's), applies the collision policy and
-    /// claims the part file with `O_EXCL` so no two downloads share one.
+    /// Chooses the final name (server's, URL's or the user's), applies the collision policy, claims
+    /// the part file with `O_EXCL` so no two downloads share one, and writes the record naming it
+    /// (with what the caller set from the answer; not flushed: see `attempt()`).
+    ///
+    /// A name an unfinished download in the store will resume into belongs to it even without a
+    /// part file: reusing it could splice two downloads. The store checks that as it writes the
+    /// claim (``DownloadStore/claim(_:)``); a part file made for a name found taken is removed again.
     func claimFile(response: HTTPClientResponse) throws {
         let base = requestedName
             ?? FileNaming.suggestedName(contentDisposition: response.headers.first(name: "Content-Disposition"), url: url)
@@ -129,24 +134,42 @@ extension Transfer {
                 case .rename: continue
                 }
             }
-            // A part file, or a name an unfinished download in the store will resume into, belongs to
-            // someone else: reusing it could splice two downloads.
-            let claimedBy = try storeCall { try store.unfinished(directory: record.directory, fileName: name) }
-            let isFree = claimedBy == nil || claimedBy?.id == record.id
-            var file = isFree ? try PartFile.open(partPath, exclusive: true) : nil
-            if file == nil, isFree {
-                file = Self.adoptEmptyLeftover(partPath)
-            }
-            guard let file else {
+            let created = try PartFile.open(partPath, exclusive: true)
+            // An empty leftover is taken only if no record claims its name (the store says so below).
+            guard let file = created ?? Self.adoptEmptyLeftover(partPath) else {
                 if options.collisionPolicy == .rename { continue }
-                let owner = claimedBy.map { " by the download of \($0.url)" } ?? ""
-                throw SwoopError(.destinationExists, "\(finalPath) is in use\(owner) (\(partPath) exists); choose another name")
+                throw SwoopError(.destinationExists, "\(finalPath) is in use (\(partPath) exists); choose another name")
             }
             part = file
             record.fileName = name
-            return
+            stampProgress(error: nil)
+            context.activeMarks.remove(record.id)
+            let owner: DownloadRecord?
+            do {
+                owner = try storeCall { try store.claim(record) }
+            } catch {
+                if created != nil { unlink(partPath) }
+                release(file)
+                throw error
+            }
+            guard let owner else {
+                lastCheckpoint = .now
+                checkpointedBytes = offset
+                return
+            }
+            if created != nil { unlink(partPath) }
+            release(file)
+            if options.collisionPolicy == .rename { continue }
+            throw SwoopError(.destinationExists, "\(finalPath) is in use by the download of \(owner.url); choose another name")
         }
         throw SwoopError(.destinationExists, "no free file name for \(base) in \(record.directory)")
+    }
+
+    /// Lets go of a part file this transfer opened but does not keep.
+    private func release(_ file: PartFile) {
+        file.unlock()
+        part = nil
+        record.fileName = nil
     }
 
     /// A part file that exists empty, unlocked and claimed by no record is what a process killed

@@ -100,16 +100,22 @@ extension Transfer {
                 distrustUnflushed(part)
             }
         }
+        stampProgress(error: error)
+        try storeCall { try store.update(record, durable: durable) }
+        // This save is a checkpoint too: the next one is due a full interval or 1 MiB from here.
+        lastCheckpoint = .now
+        checkpointedBytes = offset
+    }
+
+    /// Sets the record's progress as a save records it: what is written and flushed, the boot, the
+    /// speed and the error.
+    func stampProgress(error: SwoopError?) {
         record.committedBytes = offset
         record.syncedBytes = min(part?.syncedBytes ?? 0, offset)
         record.bootID = recordedBootID
         record.bytesPerSecond = record.state == .active ? meter.bytesPerSecond : 0
         record.setLastError(error)
         record.updatedAt = Date()
-        try storeCall { try store.update(record, durable: durable) }
-        // This save is a checkpoint too: the next one is due a full interval or 1 MiB from here.
-        lastCheckpoint = .now
-        checkpointedBytes = offset
     }
 
     /// A failed background flush means the kernel may have dropped the pages: trust only what was
