@@ -38,6 +38,14 @@ struct DiskWorkTests {
         #expect(threads.threadCount == DiskWork.threadCount)
     }
 
+    /// Named for `top`, `perf` and `gdb` (they had their creator's name, an event loop's).
+    @Test func diskThreadsAreNamed() async throws {
+        let name = try await DiskWork.run {
+            (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(name == "swoop-disk")
+    }
+
     @Test func diskWorkReturnsWhatItsBodyReturns() async throws {
         #expect(try await DiskWork.run { 6 * 7 } == 42)
     }

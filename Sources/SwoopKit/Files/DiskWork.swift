@@ -63,11 +63,22 @@ final class DiskThreads: @unchecked Sendable {
             return true
         }
         if startsThread {
-            let thread = Thread { [self] in serve() }
-            thread.name = "swoop-disk"
+            let thread = Thread { [self] in
+                // Named from the thread itself: Foundation on Linux does not pass a name set before
+                // `start()` to the kernel, so the thread kept its creator's (an event loop's) name in
+                // `top`, `perf` and `gdb`.
+                _ = Self.setThreadName?(pthread_self(), "swoop-disk")
+                serve()
+            }
             thread.start()
         }
     }
+
+    /// glibc's `pthread_setname_np`, which the Glibc module does not export (it needs `_GNU_SOURCE`).
+    private static let setThreadName: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pthread_setname_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32).self)
+    }()
 
     private func serve() {
         condition.lock()
