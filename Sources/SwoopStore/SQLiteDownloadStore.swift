@@ -183,14 +183,18 @@ public final class SQLiteDownloadStore: DownloadStore {
             try update(record, durable: false)
             return nil
         }
-        let changed = try write { db in
-            var arguments = Row(record).updateArguments
-            arguments += [record.directory, fileName]
-            try db.cachedStatement(sql: Row.claimSQL).execute(arguments: arguments)
-            return db.changesCount
+        // A holder that finishes between the refused write and the lookup frees the name: write again.
+        for _ in 0..<3 {
+            let changed = try write { db in
+                var arguments = Row(record).updateArguments
+                arguments += [record.directory, fileName]
+                try db.cachedStatement(sql: Row.claimSQL).execute(arguments: arguments)
+                return db.changesCount
+            }
+            if changed > 0 { return nil }
+            if let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id { return owner }
+            if try self.record(id: record.id) == nil { break }
         }
-        if changed > 0 { return nil }
-        if let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id { return owner }
         throw Self.removedMeanwhile(record, path: path)
     }
 

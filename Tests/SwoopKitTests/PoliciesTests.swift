@@ -63,39 +63,6 @@ struct PoliciesTests {
         #expect(try store.all().map(\.url) == [f.server.url("/a.bin")])
     }
 
-    /// A name the server gives (known only from the answer) that another URL's unfinished download
-    /// will resume into, with no part file yet: the store refuses the claim, the part file made for
-    /// it goes again, and the download takes the next name (or fails, under `fail`).
-    @Test(arguments: [CollisionPolicy.rename, .fail])
-    func aNameAnotherUnfinishedDownloadHoldsIsNotClaimed(policy: CollisionPolicy) async throws {
-        let f = try await Fixture.make()
-        defer { f.stop() }
-        let body = f.serve("/get", size: 1000) { $0.contentDisposition = "attachment; filename=\"c.bin\"" }
-        let store = InMemoryDownloadStore()
-        var other = DownloadRecord(url: f.server.url("/elsewhere/c.bin"), directory: f.directory, requestedName: "", bootID: "b")
-        other.fileName = "c.bin"
-        other.state = .paused
-        try store.save(other)
-        var request = try f.request("/get?id=3")
-        request.collisionPolicy = policy
-        let (result, _) = await f.download(request, store: store)
-        switch policy {
-        case .rename:
-            let outcome = try result.get()
-            #expect(outcome.download.destination == f.path("c.1.bin"))
-            #expect(sha256(file: f.path("c.1.bin")) == sha256(body))
-            #expect(f.files() == ["c.1.bin"])
-        default:
-            guard case .failure(let error) = result else { Issue.record("should fail"); return }
-            #expect(error.code == .destinationExists)
-            #expect(error.message == "\(f.path("c.bin")) is in use by the download of \(other.url); choose another name")
-            #expect(f.files() == [])
-        }
-        // The other download's record is as it was.
-        #expect(try store.record(id: other.id)?.fileName == "c.bin")
-        #expect(try store.record(id: other.id)?.url == other.url)
-    }
-
     @Test(arguments: [CollisionPolicy.fail, .overwrite])
     func aForeignPartFileIsNeverTakenOver(policy: CollisionPolicy) async throws {
         let f = try await Fixture.make()

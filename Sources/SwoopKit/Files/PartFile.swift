@@ -81,28 +81,6 @@ final class PartFile: Sendable {
         return (Int(info.st_size), Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
     }
 
-    /// The device the file is on (`st_dev`), or `nil` when `fstat` fails.
-    var device: UInt64? {
-        var info = stat()
-        return fstat(fd, &info) == 0 ? UInt64(info.st_dev) : nil
-    }
-
-    /// Writes back everything dirty on the file's file system (`syncfs`): one pass for a group of
-    /// files finishing together, after which each file's own `fsync` (``syncNow(upTo:metadata:)``,
-    /// which reports that file's errors) finds little or nothing left. Best effort: returns whether
-    /// it ran and succeeded.
-    @discardableResult
-    func syncFileSystem() -> Bool {
-        guard let syncfs = Self.syncfs else { return false }
-        return syncfs(fd) == 0
-    }
-
-    /// glibc's `syncfs`, which the Glibc module does not export (it needs `_GNU_SOURCE`).
-    private static let syncfs: (@convention(c) (Int32) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
-    }()
-
     /// Cuts the file to `length` bytes and forgets any sync beyond it.
     func truncate(to length: Int) throws {
         // A flush still running would otherwise report the old length as synced after the cut.

@@ -1,19 +1,21 @@
 import NIOConcurrencyHelpers
 
 /// Finishes downloads in groups: the downloads that come to their end while a group is being
-/// finished form the next one. A group shares one write-back of each file system its files are on
-/// (`syncfs`), one transaction recording them completed and one flush of the store's log; then
-/// each file is renamed. With thousands of small files the flushes and commits, not the bytes,
-/// were the cost of each file.
+/// finished form the next one. A group's files are all handed to the disk's write-back first, so
+/// that their `fsync`s that follow share the file system's journal commits; then one transaction
+/// records them completed and one flush of the store's log makes it durable; then each file is
+/// renamed. With thousands of small files the flushes and commits, not the bytes, were the cost of
+/// each file. (A checksum is verified before a download joins a group: hashing a large file would
+/// hold up the others.)
 ///
 /// The order within each download is the one ``Transfer`` keeps alone: its bytes flushed (its own
-/// `fsync` after the group's write-back, which reports that file's errors), then its record stored
+/// `fsync`, which reports that file's errors), then its record stored
 /// completed, durably, then the rename. So a file never has its final name before its bytes and its
 /// record are on disk, and a crash at any point leaves what a crash left before (a completed record
 /// beside its part file is renamed by the next run).
 ///
 /// One group at a time, on a ``DiskWork`` thread, taken as soon as the previous one is done: a
-/// download finishing alone is a group of one and waits for nobody.
+/// download finishing while no group is being finished is a group of one.
 final class FinishGroups: Sendable {
     private let store: any DownloadStore
     private let waiting = NIOLockedValueBox(Waiting())
@@ -84,7 +86,11 @@ final class FinishGroups: Sendable {
                 results[index] = .failure(error)
             }
         }
-        let stored = store.update(contentsOf: prepared.map { group[$0.index].transfer.value.record }, durable: true)
+        var stored = prepared.isEmpty ? [] : store.update(contentsOf: prepared.map { group[$0.index].transfer.value.record }, durable: true)
+        if stored.count != prepared.count {
+            // A store that answers for fewer records than it was given: none of them is known stored.
+            stored = prepared.map { _ in .failure(SwoopError(.store, "the store did not record the group's downloads (\(stored.count) answers for \(prepared.count))")) }
+        }
         for ((index, before), outcome) in zip(prepared, stored) {
             let transfer = group[index].transfer.value
             results[index] = Result {
@@ -105,13 +111,14 @@ final class FinishGroups: Sendable {
         }
     }
 
-    /// One `syncfs` per file system the group's files are on: each file's own `fsync` that follows
-    /// then has little or nothing left to write, and one journal commit covers them all.
+    /// Starts the write-back of every file of the group (`sync_file_range`) before the first
+    /// `fsync` waits: the disk writes them together and one journal commit covers their blocks, so
+    /// the `fsync`s after the first find little left to do. Only the group's own files: a
+    /// `syncfs` would also write back every other download's and process's dirty pages.
     private func writeBack(_ group: [Member]) {
-        var devices = Set<UInt64>()
         for member in group {
-            guard let part = member.transfer.value.part, let device = part.device, devices.insert(device).inserted else { continue }
-            part.syncFileSystem()
+            let transfer = member.transfer.value
+            transfer.part?.startWriteback(offset: 0, length: transfer.offset)
         }
     }
 }

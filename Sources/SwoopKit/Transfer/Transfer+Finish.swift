@@ -11,36 +11,43 @@ extension Transfer {
     /// part file, and the next run finishes the rename (``finishInterruptedPublish(of:directorySyncs:)``).
     /// So the rename needs no directory `fsync` of its own; the directories are flushed once at shutdown.
     func finish() async throws -> Download {
+        // What is restored if the group cannot finish it keeps the length the bytes proved.
+        record.totalBytes = record.totalBytes ?? offset
+        if options.checksum != nil {
+            // Hashing reads the whole file: on this download's own disk thread, not in the group.
+            try await onDisk { try $0.verifyChecksum() }
+        }
         let done = try await context.finishes.finish(self)
         emit(.completed(done))
         return done
     }
 
+    /// Checks the part file against the expected checksum; wrong bytes are deleted (keeping them
+    /// would only fail again) and the download starts over next time.
+    func verifyChecksum() throws {
+        guard let expected = options.checksum, let partPath = record.partPath else { return }
+        let actual = try Checksum.digest(of: partPath, algorithm: expected.algorithm)
+        guard actual == expected.hex else {
+            try? resetToZero()
+            unlink(partPath)
+            self.part = nil
+            record.fileName = nil
+            throw SwoopError(
+                .checksumMismatch, "\(expected.algorithm.rawValue) mismatch for \(record.url): expected \(expected.hex), got \(actual)"
+            )
+        }
+    }
+
     /// A finish's first step, on the group's disk thread: flushes the part file (with its mtime:
-    /// the record names it, and a rename redone after a power loss checks it), verifies its
-    /// checksum, and moves the record to completed with the file's size and mtime. The store is
-    /// written by the group, for all its downloads at once.
+    /// the record names it, and a rename redone after a power loss checks it) and moves the record
+    /// to completed with the file's size and mtime. The store is written by the group, for all its
+    /// downloads at once.
     func prepareCompletion() throws {
-        guard let part, let partPath = record.partPath, record.destinationPath != nil else {
+        guard let part, record.partPath != nil, record.destinationPath != nil else {
             throw SwoopError(.fileSystem, "no part file for \(record.url)")
         }
         try surfaceSyncFailure(part)
         try part.syncNow(upTo: offset, metadata: true)
-        record.totalBytes = record.totalBytes ?? offset
-        if let expected = options.checksum {
-            let actual = try Checksum.digest(of: partPath, algorithm: expected.algorithm)
-            guard actual == expected.hex else {
-                // The bytes are complete but wrong: keeping them would only fail again.
-                try? resetToZero()
-                unlink(partPath)
-                self.part = nil
-                record.fileName = nil
-                throw SwoopError(
-                    .checksumMismatch,
-                    "\(expected.algorithm.rawValue) mismatch for \(record.url): expected \(expected.hex), got \(actual)"
-                )
-            }
-        }
         // A rename keeps size and modification time: these are what the final file will show.
         let stat = try part.sizeAndModified()
         try markCompleted(size: stat.size, modified: stat.modified)

@@ -135,10 +135,14 @@ extension Transfer {
                 }
             }
             let created = try PartFile.open(partPath, exclusive: true)
-            // An empty leftover is taken only if no record claims its name (the store says so below).
-            guard let file = created ?? Self.adoptEmptyLeftover(partPath) else {
+            // An empty leftover is taken only if no record claims its name: asked first, so that its
+            // own download never finds it locked by this one (a rare path; a new file is not asked).
+            let leftover = created == nil ? try storeCall { try store.unfinished(directory: record.directory, fileName: name) } : nil
+            let holder = leftover.flatMap { $0.id == record.id ? nil : $0 }
+            guard let file = created ?? (holder == nil ? Self.adoptEmptyLeftover(partPath) : nil) else {
                 if options.collisionPolicy == .rename { continue }
-                throw SwoopError(.destinationExists, "\(finalPath) is in use (\(partPath) exists); choose another name")
+                let owner = holder.map { " by the download of \($0.url)" } ?? ""
+                throw SwoopError(.destinationExists, "\(finalPath) is in use\(owner) (\(partPath) exists); choose another name")
             }
             part = file
             record.fileName = name
