@@ -27,7 +27,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import browser  # noqa: E402
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 FILES = {
@@ -88,7 +88,11 @@ def check(condition, what):
 def wait(what, probe, timeout=30):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = probe()
+        try:
+            value = probe()
+        except StaleElementReferenceException:
+            # The list re-rendered under the probe: look again.
+            value = None
         if value:
             print(f"ok: {what}", flush=True)
             return value
@@ -97,10 +101,17 @@ def wait(what, probe, timeout=30):
 
 
 def item(driver, name):
-    for li in driver.find_elements(By.CSS_SELECTOR, "#list li"):
-        if li.find_element(By.CSS_SELECTOR, ".name").text == name:
-            return li
-    return None
+    # The list re-renders as events arrive: an element found a moment ago may be gone (stale). Look
+    # again, a bounded number of times.
+    for _ in range(50):
+        try:
+            for li in driver.find_elements(By.CSS_SELECTOR, "#list li"):
+                if li.find_element(By.CSS_SELECTOR, ".name").text == name:
+                    return li
+            return None
+        except StaleElementReferenceException:
+            time.sleep(0.02)
+    raise Failure(f"the list kept changing while looking for {name}")
 
 
 def file_link(driver, name):
