@@ -111,10 +111,18 @@ struct DownloadSession {
         await printer.value
         interruption.stop()
         if let signal = interruption.received {
-            console.notice("interrupted; progress saved. Run `swoop resume` (or the same command) to continue.")
+            console.notice("interrupted; progress saved. Run `\(Self.resumeCommand(stateDir: global.stateDir == nil ? nil : global.stateDirectory))` (or the same command) to continue.")
             throw ExitCode(signal == SIGTERM ? ExitStatus.terminated : ExitStatus.interrupted)
         }
         if status != ExitStatus.success { throw ExitCode(status) }
+    }
+
+    /// The command that resumes what this one left, with the state directory it was given (a bare
+    /// `swoop resume` would look in the default one and find nothing).
+    static func resumeCommand(stateDir: String?) -> String {
+        guard let stateDir else { return "swoop resume" }
+        let plain = stateDir.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "/._-+,:@".unicodeScalars.contains($0) }
+        return "swoop resume --state-dir " + (plain ? stateDir : "'" + stateDir.replacingOccurrences(of: "'", with: "'\\''") + "'")
     }
 
     private func start(_ work: Work, manager: DownloadManager) async throws -> [Download.ID] {

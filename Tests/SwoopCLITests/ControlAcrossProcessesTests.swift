@@ -117,6 +117,34 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(stored.stdoutLines.contains("options: connections 2, min-split-size 1.00 MiB, limit-rate none, retry-wait 0.01s, timeout 44s, header X-Keep"))
     }
 
+    /// The hint after Ctrl-C names the state directory it was given, quoted for the shell: a bare
+    /// `swoop resume` would look in the default one.
+    @Test func theResumeHintNamesTheStateDirectoryQuotedForTheShell() async throws {
+        defer { stop() }
+        let odd = root + "/my state's"
+        let body = Resource.random(size: 1_000_000, seed: 21)
+        server.serve("/odd.bin", Resource(body: body, etag: "\"odd\""))
+        server.enqueue("/odd.bin", .stallAfter(bytes: 200_000))
+        let running = try SwoopBinary.Running(["get", "--state-dir", odd, "-d", out, server.url("/odd.bin")], directory: root)
+        #expect(await eventually { fileSize(out + "/odd.bin.swoop") == 200_000 })
+        running.signal(SIGINT)
+        let result = await running.wait()
+        #expect(result.status == 130)
+        let line = try #require(result.stderrLines.last)
+        let quoted = "'\(root)/my state'\\''s'"
+        #expect(line == "swoop: interrupted; progress saved. Run `swoop resume --state-dir \(quoted)` (or the same command) to continue.")
+        // The shell reads the quoted word back as the directory.
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", "printf '%s' \(quoted)"]
+        let output = Pipe()
+        shell.standardOutput = output
+        try shell.run()
+        let echoed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        shell.waitUntilExit()
+        #expect(echoed == odd)
+    }
+
     /// One Ctrl-C delivered twice at once (`timeout -s INT` signals the process and its group) is
     /// one Ctrl-C: the download is saved `interrupted`, not left `active` by an exit at once.
     @Test func aSignalDeliveredTwiceAtOnceStillSavesTheDownload() async throws {
@@ -126,7 +154,7 @@ struct ControlAcrossProcessesTests: CLISuite {
         running.signal(SIGINT)
         let result = await running.wait()
         #expect(result.status == 130)
-        #expect(result.stderrLines.last == "swoop: interrupted; progress saved. Run `swoop resume` (or the same command) to continue.")
+        #expect(result.stderrLines.last == "swoop: interrupted; progress saved. Run `swoop resume --state-dir \(state)` (or the same command) to continue.")
         #expect(try await list().first?["state"] as? String == "interrupted")
     }
 

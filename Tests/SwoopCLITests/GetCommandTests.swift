@@ -369,7 +369,7 @@ struct GetCommandTests: CLISuite {
         running.signal(signal)
         let stopped = await running.wait()
         #expect(stopped.status == status)
-        #expect(stopped.stderrLines.last == "swoop: interrupted; progress saved. Run `swoop resume` (or the same command) to continue.")
+        #expect(stopped.stderrLines.last == "swoop: interrupted; progress saved. Run `swoop resume --state-dir \(state)` (or the same command) to continue.")
         #expect(!FileManager.default.fileExists(atPath: out + "/big.bin"))
 
         let resumed = try await get([server.url("/big.bin")])
