@@ -286,6 +286,13 @@ extension SwoopError {
         if code == .destinationExists, message.hasSuffix(" already exists"), !message.hasPrefix("cannot rename") {
             return message + " (use --overwrite to replace it)"
         }
+        // A rename that lost a race: the bytes wait in the part file (FileSystem.publish's message).
+        if code == .destinationExists, let taken = message.range(of: " appeared meanwhile; the download is kept in "),
+            let colon = message[..<taken.lowerBound].range(of: ": ", options: .backwards)
+        {
+            let final = message[colon.upperBound..<taken.lowerBound]
+            return message + " (move \(final) away and run the same command again, or add --overwrite to replace it)"
+        }
         if code == .invalidArgument, message.hasSuffix("; download it to a file instead") {
             return message + " (swoop get)"
         }
