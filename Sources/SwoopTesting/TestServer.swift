@@ -53,10 +53,15 @@ public final class TestServer: Sendable {
     ///     makes a second "host" for per-host limits.
     /// - Returns: The running server; call ``shutdown()`` when done.
     /// - Throws: When the certificate cannot be loaded or the socket cannot be bound.
+    /// The test servers' own event loop, apart from the loops the client under test runs on (the
+    /// singleton group), as a real server is apart from its client: a client whose loops stall does
+    /// not stall its server's pacing (which then sent its backlog in one burst), and the other way round.
+    static let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
     public static func start(tls: TestCertificate? = nil, host: String = "127.0.0.1") async throws -> TestServer {
         let sslContext = try tls.map(Self.makeSSLContext(for:))
         let store = Store()
-        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let listener = try await ServerBootstrap(group: Self.group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in

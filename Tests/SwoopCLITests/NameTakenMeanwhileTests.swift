@@ -2,6 +2,10 @@ import Foundation
 import SwoopTesting
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A file that appears under the final name while the download runs: never replaced, the download
 /// kept in its part file, and the one error line says how to go on; going on as it says finishes.
 @Suite("swoop get when the name is taken meanwhile (the binary)", .timeLimit(.minutes(2)))
@@ -15,11 +19,17 @@ struct NameTakenMeanwhileTests: CLISuite {
     @Test(arguments: ["move it away", "--overwrite"])
     func theErrorSaysHowToGoOnAndGoingOnFinishes(goingOn: String) async throws {
         defer { stop() }
-        let body = serve("/t.bin", size: 1_500_000)
-        server.setDefault("/t.bin", .throttle(bytesPerSecond: 1_000_000))
+        // Slow enough (about 7 s) that the file is still downloading when the test, on a loaded
+        // machine, gets round to putting its own under the name.
+        let body = serve("/t.bin", size: 2_000_000)
+        server.setDefault("/t.bin", .throttle(bytesPerSecond: 300_000))
         let running = try start("get", ["-d", out, server.url("/t.bin")])
-        #expect(await eventually { (fileSize(out + "/t.bin.swoop") ?? 0) > 0 })
-        try Data("the user's own".utf8).write(to: URL(fileURLWithPath: out + "/t.bin"))
+        try #require(await eventually { (fileSize(out + "/t.bin.swoop") ?? 0) > 0 })
+        // Only while it downloads (O_EXCL): a download already finished is never overwritten here.
+        let fd = open(out + "/t.bin", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        try #require(fd >= 0, "the download finished before the test could take its name")
+        _ = "the user's own".withCString { Glibc.write(fd, $0, strlen($0)) }
+        close(fd)
         let failed = await running.wait()
         #expect(failed.status == 3)
         #expect(

@@ -166,7 +166,13 @@ struct Aria2OtherMethodTests {
         #expect(await fixture.waitFor(gid, "active"))
         // tellActive answers from the run's record as it began: the same values as tellStatus.
         let active = try #require(await fixture.value("aria2.tellActive", ["gid", "dir", "files", "status"]).array?.first)
-        #expect(active == (await fixture.value("aria2.tellStatus", .string(gid), ["gid", "dir", "files", "status"])))
+        let status = await fixture.value("aria2.tellStatus", .string(gid), ["gid", "dir", "files", "status"])
+        for key in ["gid", "dir", "status"] {
+            #expect(active.object?[key] == status.object?[key], "\(key)")
+        }
+        // The files alike but for the bytes that arrived between the two calls.
+        let file = { (value: JSONValue) in value.object?["files"]?.array?.first?.object?.filter { $0.key != "completedLength" } }
+        #expect(file(active) != nil && file(active) == file(status))
         #expect(active.object?["dir"]?.string == fixture.root)
         let servers = await fixture.value("aria2.getServers", .string(gid))
         let server = try #require(servers.array?.first?.object?["servers"]?.array?.first?.object)
