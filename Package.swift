@@ -70,6 +70,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -90,6 +91,17 @@ let package = Package(
             dependencies: [
                 "SwoopKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .target(
+            name: "SwoopPostgres",
+            dependencies: [
+                "SwoopKit",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .target(
@@ -145,6 +157,7 @@ let package = Package(
                 "SwoopConsole",
                 "SwoopDaemon",
                 "SwoopRPC",
+                "SwoopPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -163,8 +176,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SwoopStoreTests", dependencies: ["SwoopStore", "SwoopKit"]),
+        .testTarget(name: "SwoopFleetTests", dependencies: ["SwoopKit", "SwoopStore", "SwoopPostgres", "SwoopTesting"]),
         .testTarget(name: "SwoopConsoleTests", dependencies: ["SwoopConsole", "SwoopKit"]),
         .testTarget(name: "SwoopRPCTests", dependencies: ["SwoopRPC", "SwoopKit", "SwoopTesting"]),
-        .testTarget(name: "SwoopCLITests", dependencies: ["swoop", "SwoopKit", "SwoopRPC", "SwoopTesting"]),
+        .testTarget(name: "SwoopCLITests", dependencies: ["swoop", "SwoopKit", "SwoopRPC", "SwoopTesting", "SwoopPostgres"]),
     ]
 )

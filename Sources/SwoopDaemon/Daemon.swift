@@ -22,6 +22,8 @@ public final class Daemon: Sendable {
         public var maxBodyBytes = 1 << 20
         /// Where `daemon.json` goes (the state directory), or `nil` for none.
         public var stateDirectory: String?
+        /// A fleet this daemon is a node of: its queue is the catalogue's, shared with the others.
+        public var fleet: Fleet?
 
         public init(listen: ListenAddress, secret: String, roots: DownloadRoots) {
             self.listen = listen
@@ -30,8 +32,19 @@ public final class Daemon: Sendable {
         }
     }
 
+    /// A fleet's shared catalogue and this node's part in it.
+    public struct Fleet: Sendable {
+        public var catalogue: any DownloadCatalogue
+        public var member: FleetMember.Settings
+
+        public init(catalogue: any DownloadCatalogue, member: FleetMember.Settings) {
+            self.catalogue = catalogue
+            self.member = member
+        }
+    }
+
     public let manager: DownloadManager
-    let options: Options
+    public let options: Options
     let logger: Logger
     let hub = NotificationHub()
 
@@ -58,7 +71,17 @@ public final class Daemon: Sendable {
     public func run(onRunning: @escaping @Sendable (ListenAddress) async -> Void = { _ in }) async throws {
         let service = DownloadService(manager: manager)
         let trigger = ShutdownTrigger()
-        let rpc = Aria2RPC(manager: manager, settings: .init(secret: options.secret, roots: options.roots)) { _ in
+        let fleet = options.fleet
+        let member = fleet.map { fleet in
+            FleetMember(manager: self.manager, catalogue: fleet.catalogue, settings: fleet.member, logger: self.logger) { [roots = options.roots] entry in
+                try Aria2Options.request(for: entry, roots: roots)
+            }
+        }
+        if let fleet {
+            // The schema first (made or migrated by the first daemon): an unreachable database stops the start here.
+            try await fleet.catalogue.prepare()
+        }
+        let rpc = Aria2RPC(manager: manager, settings: .init(secret: options.secret, roots: options.roots, catalogue: fleet?.catalogue)) { _ in
             trigger.fire()
         }
         var serverOptions = DaemonServer.Options(listen: options.listen)
@@ -78,7 +101,8 @@ public final class Daemon: Sendable {
             // The queue first: a client that connects may add at once.
             do {
                 _ = try await service.reconciled()
-                _ = try await manager.resumeAll(states: [.waiting, .interrupted, .active])
+                // A fleet's node runs what it claims: its own unfinished downloads wait for their claims.
+                if fleet == nil { _ = try await manager.resumeAll(states: [.waiting, .interrupted, .active]) }
             } catch {
                 logger.error("cannot continue the unfinished downloads: \(error)")
             }
@@ -90,17 +114,28 @@ public final class Daemon: Sendable {
                     logger.warning("cannot record the daemon's address for swoop commands: \(error)")
                 }
             }
+            await member?.announce(address: "\(bound)")
             await onRunning(bound)
         }
         let group = ServiceGroup(
-            configuration: .init(services: [service, forwarder, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            // Stopped last to first: the server, then the manager (its transfers stopped and saved), then
+            // the fleet member, which gives back its claims only once nothing writes them here.
+            configuration: .init(
+                services: (member.map { [$0] } ?? []) + [service, forwarder, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+            )
         )
         trigger.set { Task { await group.triggerGracefulShutdown() } }
         defer {
             hub.closeAll()
             if let stateDirectory { DaemonAddress.remove(in: stateDirectory) }
         }
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            await fleet?.catalogue.close()
+            throw error
+        }
+        await fleet?.catalogue.close()
     }
 }
 

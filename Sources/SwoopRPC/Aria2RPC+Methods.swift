@@ -82,6 +82,12 @@ extension Aria2RPC {
     }
 
     func addUri(_ p: Parameters) async throws -> JSONValue {
+        if let catalogue = settings.catalogue {
+            // A fleet's daemon: into the shared queue, for whichever node has room (checked here first).
+            let item = try Aria2Options.catalogueItem(uris: try p.strings(0, "uris"), options: try p.options(1), roots: settings.roots)
+            try await catalogue.add([item])
+            return .string(item.id.rawValue)
+        }
         let prepared = try prepareAdd(p)
         let id = try await manager.add(prepared.request)
         return try await finishAdd(id, prepared)
@@ -89,22 +95,11 @@ extension Aria2RPC {
 
     /// Reads an `addUri` call's URIs, options and position into a request, making its directory.
     func prepareAdd(_ p: Parameters) throws -> PreparedAdd {
-        let uris = try p.strings(0, "uris")
-        guard let url = uris.first else { throw RPCError.method("uris must name at least one URL") }
-        let options = try Aria2Options(try p.options(1))
         let position = try p.optionalInteger(2, "position")
         if let position, position < 0 { throw RPCError.method("position must be 0 or more (got \(position))") }
-        let (directory, fileName) = try settings.roots.place(dir: options.dir, out: options.out)
-        var request = try DownloadRequest(url: url, directory: directory, fileName: fileName)
-        request.mirrors = try uris.dropFirst().map { try DownloadRequest.validate($0) }
-        request.headers = options.headers
-        request.checksum = options.checksum
-        request.collisionPolicy = options.collisionPolicy
-        request.settings = options.settings
-        request.paused = options.pause
-        try request.settings.validate()
+        let request = try Aria2Options.request(uris: try p.strings(0, "uris"), options: try p.options(1), roots: settings.roots)
         // aria2 makes the directories a download goes into.
-        try FileSystem.createDirectories(directory, what: "directory", mode: 0o777)
+        try FileSystem.createDirectories(request.directory, what: "directory", mode: 0o777)
         return PreparedAdd(request: request, position: position)
     }
 

@@ -16,9 +16,12 @@ public final class Aria2RPC: Sendable {
         public var secret: String
         /// Where downloads may go.
         public var roots: DownloadRoots
-        public init(secret: String, roots: DownloadRoots) {
+        /// A fleet's shared queue: `addUri` adds there, for whichever daemon has room.
+        public var catalogue: (any DownloadCatalogue)?
+        public init(secret: String, roots: DownloadRoots, catalogue: (any DownloadCatalogue)? = nil) {
             self.secret = secret
             self.roots = roots
+            self.catalogue = catalogue
         }
     }
 

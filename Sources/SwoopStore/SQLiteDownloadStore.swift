@@ -183,11 +183,11 @@ public final class SQLiteDownloadStore: DownloadStore {
             try update(record, durable: false)
             return nil
         }
+        var arguments = Row(record).updateArguments
+        arguments += [record.directory, fileName]
         // A holder that finishes between the refused write and the lookup frees the name: write again.
         for _ in 0..<3 {
             let changed = try write { db in
-                var arguments = Row(record).updateArguments
-                arguments += [record.directory, fileName]
                 try db.cachedStatement(sql: Row.claimSQL).execute(arguments: arguments)
                 return db.changesCount
             }

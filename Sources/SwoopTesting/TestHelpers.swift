@@ -26,6 +26,17 @@ public func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool
     return condition()
 }
 
+/// Polls an async `condition` (an actor's state, a database) every few milliseconds until it holds
+/// or `timeout` passes; returns its last value.
+public func eventuallyAsync(timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return await condition()
+}
+
 /// A small deterministic random generator (SplitMix64) for seeded tests.
 public struct SplitMix: RandomNumberGenerator, Sendable {
     private var state: UInt64
@@ -41,4 +52,11 @@ public struct SplitMix: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// A fresh directory under the system's temporary directory, named `PREFIX-UUID`, created.
+public func makeTemporaryDirectory(_ prefix: String) throws -> String {
+    let path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
 }

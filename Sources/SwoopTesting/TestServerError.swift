@@ -5,6 +5,7 @@ public struct TestServerError: Error, CustomStringConvertible, Sendable {
         private enum Base: Hashable, Sendable {
             case bindFailed
             case certificateGenerationFailed
+            case startFailed
         }
 
         private let base: Base
@@ -13,12 +14,15 @@ public struct TestServerError: Error, CustomStringConvertible, Sendable {
         public static let bindFailed = Code(base: .bindFailed)
         /// `openssl` could not make the test certificate.
         public static let certificateGenerationFailed = Code(base: .certificateGenerationFailed)
+        /// A server the tests run (PostgreSQL) could not be made or started.
+        public static let startFailed = Code(base: .startFailed)
 
         /// The code's name.
         public var description: String {
             switch self.base {
             case .bindFailed: "bindFailed"
             case .certificateGenerationFailed: "certificateGenerationFailed"
+            case .startFailed: "startFailed"
             }
         }
     }

@@ -14,10 +14,28 @@ struct AddCommand: AsyncParsableCommand {
 
     @OptionGroup var request: RequestOptions
     @OptionGroup var transfer: TransferOptions
+    @OptionGroup var fleet: FleetOptions
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         let console = Console(quiet: global.quiet)
+        if fleet.store != nil {
+            // Into the fleet's queue, for whichever daemon has room.
+            do {
+                let (requests, badLines) = try request.prepared(transfer: transfer, console: console, makeDirectory: false)
+                if let catalogue = try await fleet.catalogue() {
+                    try await withCatalogue(catalogue) { catalogue in
+                        try await FleetActions.add(
+                            requests, directoryGiven: request.directory != nil, output: request.output, to: catalogue, console: console, json: global.json
+                        )
+                    }
+                }
+                if let bad = badLines.first { throw ExitCode(ExitStatus.code(for: bad)) }
+                return
+            } catch let error as SwoopError {
+                throw error.exit(on: console)
+            }
+        }
         let daemon = DaemonClient.find(global)
         if daemon != nil, let unsupported = daemonUnsupported.first {
             throw SwoopError(.invalidArgument, "\(unsupported) is not taken through the daemon running on \(global.stateDirectory)").exit(on: console)

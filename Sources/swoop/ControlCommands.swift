@@ -137,9 +137,11 @@ struct PauseCommand: AsyncParsableCommand {
     @Argument(help: "Download ids (or unique prefixes, see `swoop ls`).")
     var ids: [String]
 
+    @OptionGroup var fleet: FleetOptions
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
+        if try await onFleet(fleet, .pause, ids, global) { return }
         let remote: @Sendable (DaemonClient, DaemonClient.Found) async throws -> String? = { daemon, found in
             _ = try await daemon.call("aria2.pause", [.string(found.gid)])
             return nil
@@ -170,13 +172,20 @@ struct RemoveCommand: AsyncParsableCommand {
     @Flag(help: "Also delete the part file, or the finished file if it is unchanged.")
     var deleteFile = false
 
+    @OptionGroup var fleet: FleetOptions
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if ids.isEmpty && !failed && !completed { throw ValidationError("give download ids, or --failed / --completed") }
+        if fleet.store != nil {
+            if let flag = [(failed, "--failed"), (completed, "--completed"), (deleteFile, "--delete-file")].first(where: \.0)?.1 {
+                throw ValidationError("\(flag) is for this machine's downloads, not yet with --store (give the fleet's download ids)")
+            }
+        }
     }
 
     func run() async throws {
+        if try await onFleet(fleet, .remove, self.ids, global) { return }
         var ids = self.ids
         if failed || completed {
             let states: Set<Download.State> = Set((failed ? [.failed] : []) + (completed ? [.completed] : []))
@@ -234,14 +243,17 @@ struct ResumeCommand: AsyncParsableCommand {
     var url: String?
 
     @OptionGroup var transfer: TransferOptions
+    @OptionGroup var fleet: FleetOptions
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if !ids.isEmpty && (failed || all) { throw ValidationError("--failed and --all are for a resume without ids") }
         if url != nil && ids.count != 1 { throw ValidationError("--url takes exactly one download id") }
+        if fleet.store != nil && (ids.isEmpty || url != nil) { throw ValidationError("with --store, give the ids of the fleet's downloads to resume") }
     }
 
     func run() async throws {
+        if try await onFleet(fleet, .resume, ids, global) { return }
         let console = Console(quiet: global.quiet)
         if transfer.insecure {
             console.warning("TLS certificate verification is OFF (--insecure): anyone on the path can read and change this download")
@@ -336,4 +348,18 @@ struct LimitCommand: AsyncParsableCommand {
             return try await manager.download(id: download.id)
         }
     }
+}
+
+/// With `--store`: `control` on the fleet's downloads `ids`, wherever they run. Returns `false`
+/// without `--store`.
+func onFleet(_ fleet: FleetOptions, _ control: CatalogueControl, _ ids: [String], _ global: GlobalOptions) async throws -> Bool {
+    guard fleet.store != nil else { return false }
+    let console = Console(quiet: global.quiet)
+    do {
+        guard let catalogue = try await fleet.catalogue() else { return false }
+        try await withCatalogue(catalogue) { try await FleetActions.control(control, ids: ids, in: $0, console: console) }
+    } catch let error as SwoopError {
+        throw error.exit(on: console)
+    }
+    return true
 }

@@ -5,6 +5,7 @@ import NIOCore
 import SwoopConsole
 import SwoopDaemon
 import SwoopKit
+import SwoopPostgres
 import SwoopRPC
 
 /// `swoop daemon`: downloads as a service, driven over aria2's JSON-RPC.
@@ -46,13 +47,28 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel = "info"
 
+    @Option(help: ArgumentHelp("With --store: this daemon's name in the fleet (default: the host name).", valueName: "name"))
+    var node: String?
+
+    @Option(help: ArgumentHelp("With --store: most downloads running in the whole fleet at once (default: no limit but each daemon's -j).", valueName: "n"))
+    var fleetMaxConcurrent: Int?
+
+    @Option(help: ArgumentHelp("With --store: how long a download stays claimed by a daemon that stops beating (default 15; it beats every third of it).", valueName: "seconds"))
+    var lease: Double?
+
     @OptionGroup var transfer: TransferOptions
+    @OptionGroup var fleet: FleetOptions
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if secret != nil && secretFile != nil { throw ValidationError("give --secret or --secret-file, not both") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level \(logLevel): use trace, debug, info, notice, warning, error or critical") }
         if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
+        if fleet.store == nil, node != nil || fleetMaxConcurrent != nil || lease != nil {
+            throw ValidationError("--node, --lease and --fleet-max-concurrent are for a daemon of a fleet (--store postgres://…)")
+        }
+        if let lease, !(0.3...3600).contains(lease) { throw ValidationError("--lease must be from 0.3 to 3600 seconds") }
+        if let fleetMaxConcurrent, fleetMaxConcurrent < 1 { throw ValidationError("--fleet-max-concurrent must be at least 1") }
     }
 
     func run() async throws {
@@ -84,6 +100,16 @@ struct DaemonCommand: AsyncParsableCommand {
             options.allowOrigins = allowOrigin
             options.maxConnections = maxConnections
             options.stateDirectory = global.stateDirectory
+            if let address = try fleet.address() {
+                // Per host and in all, the fleet's limits count every daemon's downloads; -j is this one's.
+                var member = FleetMember.Settings(
+                    node: node ?? ProcessInfo.processInfo.hostName, address: "\(listen)", maxActive: transfer.maxConcurrent,
+                    fleetMaxActive: fleetMaxConcurrent, fleetMaxPerHost: transfer.maxPerHost
+                )
+                member.lease = .milliseconds(Int((lease ?? 15) * 1000))
+                member.heartbeat = member.lease / 3
+                options.fleet = Daemon.Fleet(catalogue: try PostgresCatalogue(address), member: member)
+            }
             var logger = Logger(label: "swoop.daemon") { StreamLogHandler.standardError(label: $0) }
             logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
             let manager = try DownloadManager(configuration: configuration, store: store)
@@ -103,6 +129,9 @@ struct DaemonCommand: AsyncParsableCommand {
             // Binding is the only I/O the server does before it runs.
             console.error("cannot listen on \(listen): \(String(cString: strerror(error.errnoCode)))")
             throw ExitCode(ExitStatus.failure)
+        } catch let error as SwoopError {
+            // The fleet's catalogue, unreachable or refusing at the start.
+            throw error.exit(on: console)
         }
     }
 
@@ -110,6 +139,9 @@ struct DaemonCommand: AsyncParsableCommand {
         try await daemon.run { bound in
             let address = "http://\(bound)/"
             console.result("swoop daemon: listening on \(address) (aria2 JSON-RPC at \(address)jsonrpc)")
+            if let fleet = daemon.options.fleet, let store = try? self.fleet.address() {
+                console.result("swoop daemon: node \(fleet.member.node) of the fleet at \(store.description): it runs downloads from the shared queue")
+            }
             if isNewSecret {
                 console.result("swoop daemon: a secret was made and kept in \(stateDirectory)/\(DaemonSecret.fileName): \(secretText)")
                 console.result("swoop daemon: the page with it: \(address)#token=\(secretText)")

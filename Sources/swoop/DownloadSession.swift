@@ -111,7 +111,7 @@ struct DownloadSession {
         await printer.value
         interruption.stop()
         if let signal = interruption.received {
-            console.notice("interrupted; progress saved. Run `\(Self.resumeCommand(stateDir: global.stateDir == nil ? nil : global.stateDirectory))` (or the same command) to continue.")
+            console.notice("interrupted; progress saved. Run `\(Self.resumeCommand(stateDir: global.stateDir.map { _ in global.stateDirectory }))` (or the same command) to continue.")
             throw ExitCode(signal == SIGTERM ? ExitStatus.terminated : ExitStatus.interrupted)
         }
         if status != ExitStatus.success { throw ExitCode(status) }
@@ -159,12 +159,8 @@ struct DownloadSession {
     /// leaves tens of MiB freed on one thread's heap that the transfers, on other threads, would not
     /// reuse.
     static func returnFreedMemory() {
-        #if canImport(Glibc)
-        // glibc's malloc_trim, looked up: Swift's Glibc module does not declare <malloc.h>.
-        typealias Trim = @convention(c) (UInt) -> Int32
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
-        _ = unsafeBitCast(symbol, to: Trim.self)(0)
-        #endif
+        // glibc's malloc_trim: Swift's Glibc module does not declare <malloc.h>.
+        _ = CFunctions.lookUp("malloc_trim", as: (@convention(c) (UInt) -> Int32).self)?(0)
     }
 
     /// For a bare resume (`states`: the states it resumes) that left paused or failed downloads

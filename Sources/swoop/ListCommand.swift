@@ -23,12 +23,24 @@ struct ListCommand: AsyncParsableCommand {
     @Argument(help: "Download ids (or unique prefixes): show these in full, one field a line.")
     var ids: [String] = []
 
+    @OptionGroup var fleet: FleetOptions
     @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if fleet.store != nil, !ids.isEmpty || orphans || global.json {
+            let given = !ids.isEmpty ? "download ids are" : orphans ? "--orphans is" : "--json is"
+            throw ValidationError("with --store, ls prints the fleet's table; \(given) for this machine's downloads (not yet for a fleet)")
+        }
+    }
 
     func run() async throws {
         let console = Console(quiet: global.quiet)
         do {
             let states = try state.map(Self.parseStates)
+            if let catalogue = try await fleet.catalogue() {
+                try await withCatalogue(catalogue) { try await FleetActions.list($0, states: states, console: console) }
+                return
+            }
             let store = try global.openStore()
             defer { try? store.close() }
             if orphans {

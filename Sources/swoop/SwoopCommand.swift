@@ -15,7 +15,7 @@ struct SwoopCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             GetCommand.self, AddCommand.self, ResumeCommand.self, ListCommand.self, PauseCommand.self, RemoveCommand.self, LimitCommand.self,
-            FetchCommand.self, DaemonCommand.self,
+            FetchCommand.self, DaemonCommand.self, NodesCommand.self,
         ],
         // `swoop URL` is `swoop get URL`.
         defaultSubcommand: GetCommand.self

@@ -17,8 +17,7 @@ struct ProxyCommandTests {
             let proxy = try await TestProxy.start(credentials: credentials)
             let body = Resource.random(size: 120_000, seed: 11)
             server.serve("/p.bin", Resource(body: body, etag: "\"p\""))
-            let root = NSTemporaryDirectory() + "swoop-proxy-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            let root = try makeTemporaryDirectory("swoop-proxy")
             return Setup(server: server, proxy: proxy, root: root, body: body)
         }
 

@@ -9,8 +9,7 @@ struct TLSCommandTests {
         let server = try await TestServer.start(tls: certificate)
         defer { Task { try? await server.shutdown() } }
         server.serve("/s.bin", Resource(body: Resource.random(size: 50_000, seed: 5), etag: "\"t\""))
-        let root = NSTemporaryDirectory() + "swoop-tls-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let root = try makeTemporaryDirectory("swoop-tls")
         func get(_ extra: [String]) async throws -> SwoopBinary.Result {
             try await SwoopBinary.run(["get", "--state-dir", root + "/state", "-d", root, "--retries", "0"] + extra + [server.url("/s.bin")], in: root)
         }

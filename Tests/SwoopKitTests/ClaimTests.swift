@@ -8,6 +8,16 @@ import Testing
 /// part file exists (empty, as a process killed early leaves it) or not.
 @Suite("Claiming a file name", .timeLimit(.minutes(1)))
 struct ClaimTests {
+    /// A store holding a paused download of another URL whose file in `f`'s directory is `name`.
+    static func storeWithPausedDownload(of name: String, in f: Fixture) throws -> (InMemoryDownloadStore, DownloadRecord) {
+        let store = InMemoryDownloadStore()
+        var other = DownloadRecord(url: f.server.url("/elsewhere/\(name)"), directory: f.directory, requestedName: "", bootID: "b")
+        other.fileName = name
+        other.state = .paused
+        try store.save(other)
+        return (store, other)
+    }
+
     /// A name the server gives (known only from the answer) that another URL's unfinished download
     /// will resume into, with no part file yet: the store refuses the claim, the part file made for
     /// it goes again, and the download takes the next name (or fails, under `fail`).
@@ -16,11 +26,7 @@ struct ClaimTests {
         let f = try await Fixture.make()
         defer { f.stop() }
         let body = f.serve("/get", size: 1000) { $0.contentDisposition = "attachment; filename=\"c.bin\"" }
-        let store = InMemoryDownloadStore()
-        var other = DownloadRecord(url: f.server.url("/elsewhere/c.bin"), directory: f.directory, requestedName: "", bootID: "b")
-        other.fileName = "c.bin"
-        other.state = .paused
-        try store.save(other)
+        let (store, other) = try Self.storeWithPausedDownload(of: "c.bin", in: f)
         var request = try f.request("/get?id=3")
         request.collisionPolicy = policy
         let (result, _) = await f.download(request, store: store)
@@ -49,11 +55,7 @@ struct ClaimTests {
         defer { f.stop() }
         // Named by the server: known only from the answer (a name known before is taken over: issue 11).
         let body = f.serve("/get", size: 1000) { $0.contentDisposition = "attachment; filename=\"d.bin\"" }
-        let store = InMemoryDownloadStore()
-        var other = DownloadRecord(url: f.server.url("/elsewhere/d.bin"), directory: f.directory, requestedName: "", bootID: "b")
-        other.fileName = "d.bin"
-        other.state = .paused
-        try store.save(other)
+        let (store, other) = try Self.storeWithPausedDownload(of: "d.bin", in: f)
         FileManager.default.createFile(atPath: f.path("d.bin.swoop"), contents: Data())
         var request = try f.request("/get?id=4")
         request.collisionPolicy = policy

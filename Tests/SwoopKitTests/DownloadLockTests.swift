@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTesting
 import Testing
 
 @testable import SwoopKit
@@ -12,8 +13,7 @@ struct DownloadLockTests {
     let directory: String
 
     init() throws {
-        directory = NSTemporaryDirectory() + "swoop-locks-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = try makeTemporaryDirectory("swoop-locks")
     }
 
     @Test func aHeldKeyIsRefusedWithTheHoldersPidOthersAreFreeAndNoFileIsMadePerKey() throws {

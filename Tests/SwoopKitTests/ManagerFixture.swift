@@ -156,16 +156,6 @@ extension DownloadEvent {
     }
 }
 
-/// Polls an async `condition` (an actor's state) every few milliseconds until it holds or `timeout` passes.
-func eventuallyAsync(timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return await condition()
-}
-
 /// The open file descriptors of this process (entries of /proc/self/fd).
 func openFileDescriptorCount() -> Int {
     ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count

@@ -11,8 +11,7 @@ struct PublishTests {
     let directory: String
 
     init() throws {
-        directory = NSTemporaryDirectory() + "swoop-publish-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = try makeTemporaryDirectory("swoop-publish")
     }
 
     func write(_ name: String, _ text: String) throws -> String {

@@ -26,7 +26,9 @@ struct RemoteControlTests {
         _ f: ManagerFixture
     ) async throws -> (store: InMemoryDownloadStore, holder: DownloadManager, direct: Task<DownloadOutcome, any Error>, id: Download.ID) {
         let store = InMemoryDownloadStore()
-        f.serveStalling("/s.bin", size: 1_000_000, after: 100_000)
+        // Every answer stalls: on a loaded machine the test can outlast the idle timeout, and a retry
+        // must not finish the download it expects to interrupt.
+        f.serveStalling("/s.bin", size: 1_000_000, after: 100_000, every: true)
         let holder = try DownloadManager(configuration: f.configuration, store: store)
         let request = try f.request("/s.bin")
         let direct = Task { try await holder.download(request) }

@@ -68,8 +68,7 @@ struct Aria2MethodTests {
     }
 
     @Test func aDirectoryOutsideTheRootsIsRefused() async throws {
-        let outside = NSTemporaryDirectory() + "swoop-rpc-allowed-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        let outside = try makeTemporaryDirectory("swoop-rpc-allowed")
         let fixture = try await RPCFixture.make(allowed: [outside])
         defer { Task { await fixture.stop() } }
         try FileManager.default.createSymbolicLink(atPath: fixture.root + "/escape", withDestinationPath: "/etc")

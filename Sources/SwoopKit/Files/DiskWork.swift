@@ -75,10 +75,9 @@ final class DiskThreads: @unchecked Sendable {
     }
 
     /// glibc's `pthread_setname_np`, which the Glibc module does not export (it needs `_GNU_SOURCE`).
-    private static let setThreadName: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pthread_setname_np") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32).self)
-    }()
+    private static let setThreadName = CFunctions.lookUp(
+        "pthread_setname_np", as: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32).self
+    )
 
     private func serve() {
         condition.lock()

@@ -56,14 +56,12 @@ package enum FileSystem {
         if replace {
             guard rename(part, final) == 0 else { throw SwoopError.fileSystem("rename \(part) to", path: final, errno: errno) }
         } else if let failure = renameWithoutReplacing(part, as: final), failure == 0 || failure == EEXIST {
-            guard failure == 0 else {
-                throw SwoopError(.destinationExists, "cannot rename \(part): \(final) appeared meanwhile; the download is kept in \(part)")
-            }
+            guard failure == 0 else { throw appearedMeanwhile(part, final) }
         } else if link(part, final) == 0 {
             // A file system without RENAME_NOREPLACE: a hard link never replaces either.
             _ = unlink(part)
         } else if errno == EEXIST {
-            throw SwoopError(.destinationExists, "cannot rename \(part): \(final) appeared meanwhile; the download is kept in \(part)")
+            throw appearedMeanwhile(part, final)
         } else {
             // File systems without hard links: the check and the rename are not atomic there.
             guard !exists(final) else {
@@ -71,6 +69,11 @@ package enum FileSystem {
             }
             guard rename(part, final) == 0 else { throw SwoopError.fileSystem("rename \(part) to", path: final, errno: errno) }
         }
+    }
+
+    /// The rename lost a race: `final` was taken while the download ran.
+    private static func appearedMeanwhile(_ part: String, _ final: String) -> SwoopError {
+        SwoopError(.destinationExists, "cannot rename \(part): \(final) appeared meanwhile; the download is kept in \(part)")
     }
 
     /// `renameat2` with `RENAME_NOREPLACE`: one atomic step that never replaces (ext4, XFS, Btrfs,
@@ -81,10 +84,9 @@ package enum FileSystem {
     }
 
     /// glibc's `renameat2`, which the Glibc module does not export (it needs `_GNU_SOURCE`).
-    private static let renameat2: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self)
-    }()
+    private static let renameat2 = CFunctions.lookUp(
+        "renameat2", as: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self
+    )
 
     /// Creates `path` and any missing parents (`mkdir -p`), or finds it there as a directory.
     ///

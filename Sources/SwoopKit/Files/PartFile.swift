@@ -118,10 +118,9 @@ final class PartFile: Sendable {
     static let writebackChunk = 8 << 20
 
     /// glibc's `sync_file_range`, which the Glibc module does not export (it needs `_GNU_SOURCE`).
-    private static let syncFileRange: (@convention(c) (Int32, off_t, off_t, UInt32) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32, off_t, off_t, UInt32) -> Int32).self)
-    }()
+    private static let syncFileRange = CFunctions.lookUp(
+        "sync_file_range", as: (@convention(c) (Int32, off_t, off_t, UInt32) -> Int32).self
+    )
 
     /// Flushes the file's data to disk now and records `offset` as synced.
     ///

@@ -223,12 +223,11 @@ extension Transfer {
                 emit(.started(snapshot()))
                 return try await runSegments(plan, first: response.body, at: start)
             }
-            if claiming, blank {
-                // The claim wrote the record; a power loss that rolls it back names nothing.
-            } else if blank {
-                try saveProgress(error: nil, durable: false)
-            } else {
+            if !blank {
                 try await onDisk { try $0.saveProgress(error: nil) }
+            } else if !claiming {
+                // (A claim wrote the record itself.) A power loss that rolls this back names nothing.
+                try saveProgress(error: nil, durable: false)
             }
             claimNotFlushed = blank
             emit(.started(snapshot()))

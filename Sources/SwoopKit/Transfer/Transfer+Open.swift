@@ -152,8 +152,7 @@ extension Transfer {
             do {
                 owner = try storeCall { try store.claim(record) }
             } catch {
-                if created != nil { unlink(partPath) }
-                release(file)
+                release(file, removing: created != nil)
                 throw error
             }
             guard let owner else {
@@ -161,16 +160,17 @@ extension Transfer {
                 checkpointedBytes = offset
                 return
             }
-            if created != nil { unlink(partPath) }
-            release(file)
+            release(file, removing: created != nil)
             if options.collisionPolicy == .rename { continue }
             throw SwoopError(.destinationExists, "\(finalPath) is in use by the download of \(owner.url); choose another name")
         }
         throw SwoopError(.destinationExists, "no free file name for \(base) in \(record.directory)")
     }
 
-    /// Lets go of a part file this transfer opened but does not keep.
-    private func release(_ file: PartFile) {
+    /// Lets go of a part file this transfer opened but does not keep, removing it when this
+    /// transfer made it (never a leftover it only adopted).
+    private func release(_ file: PartFile, removing: Bool) {
+        if removing { unlink(file.path) }
         file.unlock()
         part = nil
         record.fileName = nil

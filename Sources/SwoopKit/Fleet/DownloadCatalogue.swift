@@ -1,0 +1,69 @@
+/// What the daemons of a fleet share: the downloads, their order, who runs each and what was asked
+/// of them. SwoopPostgres keeps it in PostgreSQL for daemons on many machines; SwoopStore's SQLite
+/// catalogue for daemons on one. Both pass one contract (`Tests/SwoopFleetTests`).
+///
+/// What stays local to the node that runs a download (its part file, the journal of written and
+/// flushed bytes per segment, the boot id) is its own ``DownloadStore``; the catalogue hears of
+/// progress only through the heartbeat.
+///
+/// **Claims.** A node claims waiting downloads (``claim(_:)``), each with a lease on the catalogue's
+/// clock, and renews the leases it holds with every heartbeat (``renew(node:lease:progress:)``).
+/// A download whose lease ran out is claimable again, by any node, with a higher epoch. Every
+/// write of a claim (``renew(node:lease:progress:)``, ``settle(_:as:)``) names the epoch it holds
+/// and is refused when that epoch is no longer the download's: the node that lost it learns so on
+/// its next write, and stops.
+public protocol DownloadCatalogue: Sendable {
+    /// Creates the schema, or migrates an older one; safe when several daemons start at once.
+    func prepare() async throws
+
+    /// Adds downloads, waiting (or paused) at the end of the queue, in the order given.
+    func add(_ items: [CatalogueItem]) async throws
+
+    /// The entries with these ids that exist, in the order given.
+    func entries(ids: [Download.ID]) async throws -> [CatalogueEntry]
+
+    /// A page of the entries in `states` (all states when `nil`), in queue order: priority (higher
+    /// first), then the order they were added.
+    func entries(in states: Set<Download.State>?, offset: Int, limit: Int) async throws -> [CatalogueEntry]
+
+    /// How many entries there are in each state (a state with none is left out).
+    func counts() async throws -> [Download.State: Int]
+
+    /// Claims waiting downloads for `request.node`, first in queue order, under the fleet's limits
+    /// (``CatalogueRules/choose(_:active:perHost:for:)``). Two nodes never hold one download.
+    func claim(_ request: ClaimRequest) async throws -> [Claim]
+
+    /// Renews the leases `node` holds, recording their progress; says which it lost.
+    func renew(node: String, lease: Duration, progress: [ClaimProgress]) async throws -> Renewal
+
+    /// Ends a claim. Returns `false`, writing nothing, when the claim is no longer held.
+    func settle(_ claim: Claim, as outcome: ClaimOutcome) async throws -> Bool
+
+    /// Ends several claims at once (one statement where the catalogue can): for each, in order,
+    /// whether it was still held (one no longer held is left as it is).
+    func settle(_ ends: [ClaimEnd]) async throws -> [Bool]
+
+    /// Pauses, resumes or removes downloads wherever they are (``CatalogueRules/apply(_:to:requested:node:)``).
+    func control(_ control: CatalogueControl, ids: [Download.ID]) async throws -> [Download.ID: ControlEffect]
+
+    /// Records a node's heartbeat.
+    func beat(_ beat: NodeBeat) async throws
+
+    /// The nodes that ever beat, by name.
+    func nodes() async throws -> [FleetNode]
+
+    /// A wake-up each time downloads are added or resumed, or a control is asked of a node, so that
+    /// idle nodes need not poll; a catalogue that cannot tell yields on a timer. Ends with `close()`.
+    func changes() -> AsyncStream<Void>
+
+    /// Releases connections and files; later calls fail.
+    func close() async
+}
+
+extension DownloadCatalogue {
+    public func settle(_ ends: [ClaimEnd]) async throws -> [Bool] {
+        var results: [Bool] = []
+        for end in ends { results.append(try await settle(end.claim, as: end.outcome)) }
+        return results
+    }
+}

@@ -1,0 +1,299 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// One daemon's part in a fleet: claims downloads from the shared ``DownloadCatalogue`` while its
+/// manager has room, runs them in its ``DownloadManager`` (which keeps the local journal: part
+/// files, written and flushed bytes), renews their leases with a heartbeat that carries their
+/// progress, does what was asked of them (a pause or a remove made by any daemon), and ends each
+/// claim with the download's outcome. A `Service`: run it beside the manager's ``DownloadService``.
+///
+/// **Never two writers.** A claim this node lost (taken over after its lease ran out: the heartbeat
+/// says so) is paused here at once and forgotten; and when no heartbeat got through for longer than
+/// the lease less one heartbeat (the catalogue unreachable), every claimed download is paused here,
+/// since another node may now hold them. What could not be written to the catalogue (a claim's end)
+/// is written again at each heartbeat until it is, or until the catalogue refuses it.
+public actor FleetMember: Service {
+    public struct Settings: Sendable {
+        /// This node's name, unique in the fleet.
+        public var node: String
+        /// Where its RPC listens, shown by `swoop nodes`.
+        public var address: String
+        /// At most this many downloads claimed by this node at once.
+        public var maxActive: Int
+        /// The fleet's own limits, counted over every node.
+        public var fleetMaxActive: Int?
+        public var fleetMaxPerHost: Int?
+        /// How long a claim lasts without a heartbeat, on the catalogue's clock.
+        public var lease: Duration = .seconds(15)
+        /// How often the heartbeat renews the leases (and claims, when nothing wakes this node sooner).
+        public var heartbeat: Duration = .seconds(5)
+
+        public init(node: String, address: String = "", maxActive: Int, fleetMaxActive: Int? = nil, fleetMaxPerHost: Int? = nil) {
+            self.node = node
+            self.address = address
+            self.maxActive = maxActive
+            self.fleetMaxActive = fleetMaxActive
+            self.fleetMaxPerHost = fleetMaxPerHost
+        }
+    }
+
+    /// The request a node makes of a claimed entry: its URLs and options, read against this node's
+    /// download directory. A request it cannot make fails the download with its message.
+    public typealias MakeRequest = @Sendable (CatalogueEntry) throws -> DownloadRequest
+
+    let manager: DownloadManager
+    let catalogue: any DownloadCatalogue
+    let settings: Settings
+    let makeRequest: MakeRequest
+    let logger: Logger
+    /// The claims this node holds, by the manager's id of their download.
+    var held: [Download.ID: Claim] = [:]
+    /// Claims ended here and not yet written to the catalogue: written together at the next sync
+    /// (kept, when the catalogue is unreachable, until it is back).
+    var ends: [ClaimEnd] = []
+    /// Whether the next sync renews the leases: the heartbeat's time came, or the catalogue
+    /// changed (a control may have been asked of this node). A download that ended only ends.
+    var renewDue = true
+    /// Where this node's RPC listens, once it does (``announce(address:)``).
+    var address: String
+    var lastRenewal = ContinuousClock.now
+    var lastBeat: ContinuousClock.Instant?
+    /// Set when the service is asked to stop: no more claims.
+    var stopping = false
+    let (kicks, kick) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+
+    public init(manager: DownloadManager, catalogue: any DownloadCatalogue, settings: Settings, logger: Logger, makeRequest: @escaping MakeRequest) {
+        self.manager = manager
+        self.catalogue = catalogue
+        self.settings = settings
+        self.logger = logger
+        self.makeRequest = makeRequest
+        self.address = settings.address
+    }
+
+    /// Says where this node's RPC listens (known once it is bound), in a heartbeat at once.
+    public func announce(address: String) {
+        self.address = address
+        lastBeat = nil
+        kick.yield()
+    }
+
+    /// The catalogue ids of the downloads this node runs now.
+    public var claimed: Set<Download.ID> { Set(held.values.map(\.id)) }
+
+    /// Claims, runs and renews until a graceful shutdown (or cancellation), then gives back every
+    /// claim it still holds, for other nodes to take at once.
+    public func run() async throws {
+        let events = manager.events { $0.isTerminal }
+        let changes = catalogue.changes()
+        let (kick, heartbeat) = (self.kick, settings.heartbeat)
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for await event in events { await self.ended(event) } }
+                group.addTask {
+                    for await _ in changes {
+                        await self.markRenewDue()
+                        kick.yield()
+                    }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        // Checked here too: a sync can wait on an unreachable catalogue for a while.
+                        await self.stopWritingIfLeaseRanOut()
+                        await self.markRenewDue()
+                        kick.yield()
+                        try? await Task.sleep(for: heartbeat)
+                    }
+                }
+                // Until the kicks end: a graceful shutdown finishes them; a cancellation ends the loop.
+                for await _ in kicks { await sync() }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            Task { await self.stop() }
+            kick.finish()
+        }
+        // Given back even when this task was cancelled: other nodes take them at once, not after the lease.
+        await Task { await self.giveBack() }.value
+    }
+
+    // MARK: - The heartbeat
+
+    func markRenewDue() { renewDue = true }
+
+    func stop() { stopping = true }
+
+    /// When no renewal got through for the lease less one heartbeat, another node may hold these
+    /// downloads now (or soon): they are paused here at once and forgotten.
+    func stopWritingIfLeaseRanOut() async {
+        guard !held.isEmpty, ContinuousClock.now - lastRenewal >= settings.lease - settings.heartbeat else { return }
+        let lost = held
+        held = [:]
+        for (local, claim) in lost {
+            logger.warning("no heartbeat reached the catalogue for the lease's length; stopping download \(claim.id) here")
+            try? await manager.pause(local)
+        }
+    }
+
+    /// Ends the claims whose downloads ended (in one write), renews the held leases when due (doing
+    /// what was asked of them), beats, and claims what there is room for.
+    func sync() async {
+        await settleEnded()
+        if renewDue || ContinuousClock.now - lastRenewal >= settings.heartbeat {
+            renewDue = false
+            await renew()
+        }
+        await beatIfDue()
+        await claimMore()
+    }
+
+    func renew() async {
+        let now = ContinuousClock.now
+        guard !held.isEmpty else {
+            lastRenewal = now
+            return
+        }
+        var progress: [ClaimProgress] = []
+        for (local, claim) in held {
+            let download = try? await manager.download(id: local)
+            progress.append(
+                ClaimProgress(
+                    id: claim.id, epoch: claim.epoch, totalBytes: download?.totalBytes, completedBytes: download?.completedBytes ?? 0,
+                    bytesPerSecond: download?.bytesPerSecond ?? 0, fileName: download?.destination.map { ($0 as NSString).lastPathComponent }
+                )
+            )
+        }
+        do {
+            let renewal = try await catalogue.renew(node: settings.node, lease: settings.lease, progress: progress)
+            lastRenewal = now
+            for (local, claim) in held where renewal.lost.contains(claim.id) {
+                logger.warning("another node took over download \(claim.id) after its lease ran out; stopping it here")
+                held[local] = nil
+                try? await manager.pause(local)
+            }
+            for (local, claim) in held {
+                switch renewal.requested[claim.id] {
+                case .pause: try? await manager.pause(local)
+                case .remove: try? await manager.cancel(local)
+                case .resume, nil: break
+                }
+            }
+        } catch {
+            logger.warning("cannot renew this node's claims: \(error)")
+            // The lease may have run out on the catalogue's clock: another node may take these now.
+            await stopWritingIfLeaseRanOut()
+        }
+    }
+
+    func beatIfDue() async {
+        let now = ContinuousClock.now
+        if let lastBeat, now - lastBeat < settings.heartbeat { return }
+        var speed = 0.0
+        for local in held.keys { speed += (try? await manager.download(id: local).bytesPerSecond) ?? 0 }
+        do {
+            try await catalogue.beat(NodeBeat(name: settings.node, address: address, activeDownloads: held.count, bytesPerSecond: speed))
+            lastBeat = now
+        } catch {
+            logger.warning("cannot record this node's heartbeat: \(error)")
+        }
+    }
+
+    func claimMore() async {
+        let room = settings.maxActive - held.count
+        // Only while the manager runs: not before it reconciled, not once it is shutting down
+        // (a claim it could not add would fail a download the fleet should simply run elsewhere).
+        guard room > 0, !stopping, await manager.isRunning else { return }
+        let request = ClaimRequest(
+            node: settings.node, count: room, lease: settings.lease, maxActive: settings.fleetMaxActive, maxPerHost: settings.fleetMaxPerHost
+        )
+        let claims: [Claim]
+        do {
+            let asked = ContinuousClock.now
+            claims = try await catalogue.claim(request)
+            let took = ContinuousClock.now - asked
+            logger.debug("claim", metadata: ["asked": "\(room)", "claimed": "\(claims.count)", "ms": "\(String(format: "%.3f", took.seconds * 1000))"])
+        } catch {
+            logger.warning("cannot claim downloads: \(error)")
+            return
+        }
+        for claim in claims {
+            let request: DownloadRequest
+            do {
+                request = try makeRequest(claim.entry)
+            } catch {
+                ends.append(ClaimEnd(claim, .failed((error as? SwoopError)?.message ?? "\(error)")))
+                continue
+            }
+            do {
+                let local = try await manager.add(request)
+                if let other = held[local], other.id != claim.id {
+                    ends.append(ClaimEnd(claim, .failed("the same file as download \(other.id), which this node runs")))
+                    continue
+                }
+                // (The same download again: its lease ran out here unrenewed and this node claimed it
+                // anew. The new epoch is the one to write with.)
+                held[local] = claim
+                // An end published while `add` ran (already complete, say) reached `ended` before this
+                // claim was held: read it from the download itself.
+                if let download = try? await manager.download(id: local), held[local] == claim,
+                    let outcome = Self.outcome(ofSettled: download)
+                {
+                    held[local] = nil
+                    ends.append(ClaimEnd(claim, outcome))
+                }
+            } catch {
+                // The manager stopped meanwhile: given back for another node, not failed.
+                ends.append(ClaimEnd(claim, .released))
+            }
+        }
+    }
+
+    /// The outcome of a download already in a final state, or `nil` while it waits or runs.
+    static func outcome(ofSettled download: Download) -> ClaimOutcome? {
+        switch download.state {
+        case .completed: return CatalogueRules.outcome(of: .completed(download))
+        case .failed: return .failed(download.error ?? "failed")
+        case .removed: return .removed
+        case .paused: return .paused
+        case .interrupted: return .released
+        case .waiting, .active: return nil
+        }
+    }
+
+    // MARK: - Ends
+
+    /// A download's terminal event: its claim ends with it, written at the next sync with the
+    /// others that ended meanwhile.
+    func ended(_ event: DownloadEvent) {
+        let local = event.download.id
+        guard let claim = held[local], let outcome = CatalogueRules.outcome(of: event) else { return }
+        held[local] = nil
+        ends.append(ClaimEnd(claim, outcome))
+        kick.yield()
+    }
+
+    /// Writes the ended claims in one batch; kept for the next sync when the catalogue is unreachable.
+    func settleEnded() async {
+        guard !ends.isEmpty else { return }
+        let batch = ends
+        ends = []
+        do {
+            let held = try await catalogue.settle(batch)
+            for (end, wasHeld) in zip(batch, held) where !wasHeld {
+                logger.warning("download \(end.claim.id) was taken over by another node before it ended here")
+            }
+        } catch {
+            logger.warning("cannot end \(batch.count) claims (kept to write again): \(error)")
+            ends = batch + ends
+        }
+    }
+
+    /// Gives back every claim still held (the manager's shutdown interrupted their transfers), with
+    /// what was left unwritten.
+    func giveBack() async {
+        ends += held.values.map { ClaimEnd($0, .released) }
+        held = [:]
+        await settleEnded()
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import PostgresNIO
+import SwoopKit
+
+// Claims, leases and controls: every decision is ``CatalogueRules``'; the SQL reads the rows it
+// needs, under row locks (and the claim lock), and writes what the rules say.
+
+extension PostgresCatalogue {
+    public func claim(_ request: ClaimRequest) async throws -> [Claim] {
+        guard request.count > 0 else { return [] }
+        // Leases that ran out are looked for at most once per `expiryScan`: every download that ever
+        // ran leaves an entry in the leases' index until the next vacuum, so the look costs more than
+        // the claim itself, and a lease is seconds long.
+        let now = ContinuousClock.now
+        let scanExpired = lastExpiryScan.withLockedValue { last in
+            guard last.map({ now - $0 >= expiryScan }) ?? true else { return false }
+            last = now
+            return true
+        }
+        return try await withErrors("claiming downloads from") { [self] in
+            try await client.withTransaction(logger: logger) { connection in
+                // The fleet's limits count what every claim takes: such claims take turns. Without
+                // limits, row locks suffice (FOR UPDATE SKIP LOCKED: two claims never take one row).
+                let limited = request.maxActive != nil || request.maxPerHost != nil
+                if limited {
+                    try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.claimLock))", logger: logger)
+                }
+                // A lease that ran out while a pause or a remove was asked of its holder: done now.
+                for control in [CatalogueControl.pause, .remove] where scanExpired {
+                    let state = CatalogueRules.settled(.released, requested: control).rawValue
+                    try await connection.query(
+                        """
+                        UPDATE swoop_downloads SET state = \(state), requested = NULL, lease_until = NULL, updated_at = clock_timestamp()
+                        WHERE state = 'active' AND lease_until < clock_timestamp() AND requested = \(control.rawValue)
+                        """,
+                        logger: logger
+                    )
+                }
+                var perHost: [String: Int] = [:]
+                if limited {
+                    let busy = try await connection.query(
+                        "SELECT host, count(*) FROM swoop_downloads WHERE state = 'active' AND lease_until >= clock_timestamp() GROUP BY host",
+                        logger: logger
+                    )
+                    for try await (host, count) in busy.decode((String, Int).self) { perHost[host] = count }
+                }
+                let active = perHost.values.reduce(0, +)
+                let full = CatalogueRules.fullHosts(perHost, maxPerHost: request.maxPerHost)
+                // More than asked for: a host filling up within this claim skips its later downloads.
+                let window = request.maxPerHost == nil ? request.count : max(request.count * 4, 64)
+                // Waiting downloads, and those whose lease ran out, each through its own partial index
+                // (one query with an OR would sort the whole table), merged in queue order.
+                var found: [(priority: Int, position: Int, candidate: CatalogueRules.Candidate)] = []
+                for condition in ["state = 'waiting'"] + (scanExpired ? ["state = 'active' AND lease_until < clock_timestamp() AND requested IS NULL"] : []) {
+                    let rows = try await connection.query(
+                        """
+                        SELECT id, host, priority, position FROM swoop_downloads
+                        WHERE \(unescaped: condition) AND host <> ALL(\(full))
+                        ORDER BY priority DESC, position LIMIT \(window) FOR UPDATE SKIP LOCKED
+                        """,
+                        logger: logger
+                    )
+                    for try await (id, host, priority, position) in rows.decode((String, String, Int, Int).self) {
+                        found.append((priority, position, .init(id: Download.ID(id), host: host)))
+                    }
+                }
+                let candidates = found.sorted { ($1.priority, $0.position) < ($0.priority, $1.position) }.map(\.candidate)
+                let chosen = CatalogueRules.choose(candidates, active: active, perHost: perHost, for: request)
+                guard !chosen.isEmpty else { return [] }
+                var claimed: [Download.ID: CatalogueEntry] = [:]
+                let updated = try await connection.query(
+                    """
+                    UPDATE swoop_downloads SET state = 'active', node = \(request.node), epoch = epoch + 1,
+                        lease_until = clock_timestamp() + \(request.lease.seconds) * interval '1 second',
+                        requested = NULL, error = NULL, speed = 0, updated_at = clock_timestamp()
+                    WHERE id = ANY(\(chosen.map(\.rawValue))) RETURNING \(unescaped: PostgresSchema.columns)
+                    """,
+                    logger: logger
+                )
+                for try await row in updated {
+                    let entry = try PostgresSchema.entry(row)
+                    claimed[entry.id] = entry
+                }
+                return chosen.compactMap { claimed[$0] }.map { Claim(entry: $0, node: request.node, epoch: $0.epoch) }
+            }
+        }
+    }
+
+    public func renew(node: String, lease: Duration, progress: [ClaimProgress]) async throws -> Renewal {
+        guard !progress.isEmpty else { return Renewal() }
+        return try await withErrors("renewing claims in") { [self] in
+            var renewal = Renewal(lost: Set(progress.map(\.id)))
+            let rows = try await client.query(
+                """
+                UPDATE swoop_downloads AS d SET lease_until = clock_timestamp() + \(lease.seconds) * interval '1 second',
+                    completed_bytes = p.completed, total_bytes = nullif(p.total, -1), speed = p.speed,
+                    file_name = coalesce(nullif(p.file, ''), d.file_name), updated_at = clock_timestamp()
+                FROM unnest(\(progress.map(\.id.rawValue)), \(progress.map(\.epoch)), \(progress.map(\.completedBytes)),
+                            \(progress.map { $0.totalBytes ?? -1 }), \(progress.map(\.bytesPerSecond)), \(progress.map { $0.fileName ?? "" }))
+                     AS p(id, epoch, completed, total, speed, file)
+                WHERE d.id = p.id AND d.node = \(node) AND d.epoch = p.epoch AND d.state = 'active'
+                RETURNING d.id, d.requested
+                """,
+                logger: logger
+            )
+            for try await (id, requested) in rows.decode((String, String?).self) {
+                let id = Download.ID(id)
+                renewal.lost.remove(id)
+                if let control = requested.flatMap(CatalogueControl.init(rawValue:)) { renewal.requested[id] = control }
+            }
+            return renewal
+        }
+    }
+
+    public func settle(_ claim: Claim, as outcome: ClaimOutcome) async throws -> Bool {
+        try await settle([ClaimEnd(claim, outcome)]).first ?? false
+    }
+
+    /// One statement for all: each row's state after a pause or a remove asked meanwhile, or neither,
+    /// is ``CatalogueRules/settled(_:requested:)``'s, passed in as three columns.
+    public func settle(_ ends: [ClaimEnd]) async throws -> [Bool] {
+        guard !ends.isEmpty else { return [] }
+        let details = ends.map { CatalogueRules.details(of: $0.outcome) }
+        let ids = ends.map(\.claim.id.rawValue)
+        return try await withErrors("ending claims in") { [self] in
+            try await client.withTransaction(logger: logger) { connection in
+                let rows = try await connection.query(
+                    """
+                    UPDATE swoop_downloads AS d SET
+                        state = CASE d.requested WHEN 'pause' THEN e.after_pause WHEN 'remove' THEN e.after_remove ELSE e.otherwise END,
+                        requested = NULL, lease_until = NULL, speed = 0, error = nullif(e.error, ''),
+                        file_name = coalesce(nullif(e.file, ''), d.file_name), total_bytes = coalesce(nullif(e.total, -1), d.total_bytes),
+                        completed_bytes = coalesce(nullif(e.total, -1), d.completed_bytes), updated_at = clock_timestamp()
+                    FROM unnest(\(ids), \(ends.map(\.claim.node)), \(ends.map(\.claim.epoch)),
+                                \(ends.map { CatalogueRules.settled($0.outcome, requested: .pause).rawValue }),
+                                \(ends.map { CatalogueRules.settled($0.outcome, requested: .remove).rawValue }),
+                                \(ends.map { CatalogueRules.settled($0.outcome, requested: nil).rawValue }),
+                                \(details.map { $0.error ?? "" }), \(details.map { $0.fileName ?? "" }), \(details.map { $0.totalBytes ?? -1 }))
+                         AS e(id, node, epoch, after_pause, after_remove, otherwise, error, file, total)
+                    WHERE d.id = e.id AND d.node = e.node AND d.epoch = e.epoch AND d.state = 'active'
+                    RETURNING d.id, d.state
+                    """,
+                    logger: logger
+                )
+                var ended: [String: String] = [:]
+                for try await (id, state) in rows.decode((String, String).self) { ended[id] = state }
+                if ended.values.contains(Download.State.waiting.rawValue) { try await notify(connection) }
+                return ids.map { ended[$0] != nil }
+            }
+        }
+    }
+
+    public func control(_ control: CatalogueControl, ids: [Download.ID]) async throws -> [Download.ID: ControlEffect] {
+        guard !ids.isEmpty else { return [:] }
+        let doing = control == .remove ? "removing" : control == .pause ? "pausing" : "resuming"
+        return try await withErrors("\(doing) downloads in") { [self] in
+            try await client.withTransaction(logger: logger) { connection in
+                var effects: [Download.ID: ControlEffect] = Dictionary(uniqueKeysWithValues: ids.map { ($0, ControlEffect.notFound) })
+                var changes: [(id: String, state: String, requested: String)] = []
+                let rows = try await connection.query(
+                    "SELECT id, state, requested, node FROM swoop_downloads WHERE id = ANY(\(ids.map(\.rawValue))) FOR UPDATE",
+                    logger: logger
+                )
+                for try await (id, state, requested, node) in rows.decode((String, String, String?, String?).self) {
+                    let current = Download.State(rawValue: state) ?? .failed
+                    let asked = requested.flatMap(CatalogueControl.init(rawValue:))
+                    let change = CatalogueRules.apply(control, to: current, requested: asked, node: node)
+                    effects[Download.ID(id)] = change.effect
+                    if change.state != current || change.requested != asked {
+                        changes.append((id, change.state.rawValue, change.requested?.rawValue ?? ""))
+                    }
+                }
+                guard !changes.isEmpty else { return effects }
+                try await connection.query(
+                    """
+                    UPDATE swoop_downloads AS d SET state = c.state, requested = nullif(c.requested, ''),
+                        lease_until = CASE WHEN c.state = 'active' THEN d.lease_until END, updated_at = clock_timestamp()
+                    FROM unnest(\(changes.map(\.id)), \(changes.map(\.state)), \(changes.map(\.requested))) AS c(id, state, requested)
+                    WHERE d.id = c.id
+                    """,
+                    logger: logger
+                )
+                // Idle nodes claim what was resumed; a node running a download hears what was asked of it.
+                if effects.values.contains(where: { $0 == .done(.waiting) || { if case .asked = $0 { true } else { false } }($0) }) {
+                    try await notify(connection)
+                }
+                return effects
+            }
+        }
+    }
+}

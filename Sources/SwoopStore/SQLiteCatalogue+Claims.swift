@@ -1,0 +1,164 @@
+import Foundation
+import GRDB
+import SwoopKit
+
+// Claims, leases and controls, each in one immediate transaction: every decision is
+// ``CatalogueRules``'.
+
+extension SQLiteCatalogue {
+    public func claim(_ request: ClaimRequest) async throws -> [Claim] {
+        guard request.count > 0 else { return [] }
+        let now = self.now
+        let until = now + request.lease.seconds
+        return try await withErrors("claiming downloads from") {
+            try await database.write { db in
+                // A lease that ran out while a pause or a remove was asked of its holder: done now.
+                for control in [CatalogueControl.pause, .remove] {
+                    try db.execute(
+                        sql: """
+                            UPDATE catalogue_downloads SET state = ?, requested = NULL, lease_until = NULL, updated_at = ?
+                            WHERE state = 'active' AND lease_until < ? AND requested = ?
+                            """,
+                        arguments: [CatalogueRules.settled(.released, requested: control).rawValue, now, now, control.rawValue]
+                    )
+                }
+                var perHost: [String: Int] = [:]
+                for row in try GRDB.Row.fetchAll(
+                    db, sql: "SELECT host, count(*) FROM catalogue_downloads WHERE state = 'active' AND lease_until >= ? GROUP BY host", arguments: [now]
+                ) {
+                    perHost[row[0]] = row[1]
+                }
+                let full = CatalogueRules.fullHosts(perHost, maxPerHost: request.maxPerHost)
+                let skipping = full.isEmpty ? "" : "AND host NOT IN (\(Self.placeholders(full.count)))"
+                let window = request.maxPerHost == nil ? request.count : max(request.count * 4, 64)
+                let candidates = try GRDB.Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT id, host FROM catalogue_downloads
+                        WHERE (state = 'waiting' OR (state = 'active' AND lease_until < ? AND requested IS NULL)) \(skipping)
+                        ORDER BY priority DESC, position LIMIT ?
+                        """,
+                    arguments: [now] + StatementArguments(full) + [window]
+                ).map { CatalogueRules.Candidate(id: Download.ID($0[0]), host: $0[1]) }
+                let chosen = CatalogueRules.choose(candidates, active: perHost.values.reduce(0, +), perHost: perHost, for: request)
+                guard !chosen.isEmpty else { return [] }
+                let ids = StatementArguments(chosen.map(\.rawValue))
+                try db.execute(
+                    sql: """
+                        UPDATE catalogue_downloads SET state = 'active', node = ?, epoch = epoch + 1, lease_until = ?, requested = NULL,
+                            error = NULL, speed = 0, updated_at = ?
+                        WHERE id IN (\(Self.placeholders(chosen.count)))
+                        """,
+                    arguments: [request.node, until, now] + ids
+                )
+                let byID = Dictionary(
+                    try Self.entries(db, where: "id IN (\(Self.placeholders(chosen.count)))", arguments: ids).map { ($0.id, $0) },
+                    uniquingKeysWith: { first, _ in first }
+                )
+                return chosen.compactMap { byID[$0] }.map { Claim(entry: $0, node: request.node, epoch: $0.epoch) }
+            }
+        }
+    }
+
+    public func renew(node: String, lease: Duration, progress: [ClaimProgress]) async throws -> Renewal {
+        guard !progress.isEmpty else { return Renewal() }
+        let now = self.now
+        return try await withErrors("renewing claims in") {
+            try await database.write { db in
+                var renewal = Renewal()
+                for item in progress {
+                    try db.execute(
+                        sql: """
+                            UPDATE catalogue_downloads SET lease_until = ?, completed_bytes = ?, total_bytes = ?, speed = ?,
+                                file_name = coalesce(?, file_name), updated_at = ?
+                            WHERE id = ? AND node = ? AND epoch = ? AND state = 'active'
+                            """,
+                        arguments: [now + lease.seconds, item.completedBytes, item.totalBytes, item.bytesPerSecond, item.fileName, now, item.id.rawValue, node, item.epoch]
+                    )
+                    guard db.changesCount > 0 else {
+                        renewal.lost.insert(item.id)
+                        continue
+                    }
+                    let requested = try String.fetchOne(db, sql: "SELECT requested FROM catalogue_downloads WHERE id = ?", arguments: [item.id.rawValue])
+                    if let control = requested.flatMap(CatalogueControl.init(rawValue:)) { renewal.requested[item.id] = control }
+                }
+                return renewal
+            }
+        }
+    }
+
+    public func settle(_ claim: Claim, as outcome: ClaimOutcome) async throws -> Bool {
+        try await settle([ClaimEnd(claim, outcome)]).first ?? false
+    }
+
+    public func settle(_ ends: [ClaimEnd]) async throws -> [Bool] {
+        guard !ends.isEmpty else { return [] }
+        let now = self.now
+        let states = try await withErrors("ending claims in") {
+            try await database.write { db -> [Download.State?] in
+                try ends.map { end -> Download.State? in
+                    let claim = end.claim
+                    let held = try String?.fetchOne(
+                        db, sql: "SELECT requested FROM catalogue_downloads WHERE id = ? AND node = ? AND epoch = ? AND state = 'active'",
+                        arguments: [claim.id.rawValue, claim.node, claim.epoch]
+                    )
+                    guard let requested = held else { return nil }
+                    let state = CatalogueRules.settled(end.outcome, requested: requested.flatMap(CatalogueControl.init(rawValue:)))
+                    let details = CatalogueRules.details(of: end.outcome)
+                    try db.execute(
+                        sql: """
+                            UPDATE catalogue_downloads SET state = ?, requested = NULL, lease_until = NULL, speed = 0, error = ?,
+                                file_name = coalesce(?, file_name), total_bytes = coalesce(?, total_bytes),
+                                completed_bytes = coalesce(?, completed_bytes), updated_at = ?
+                            WHERE id = ?
+                            """,
+                        arguments: [state.rawValue, details.error, details.fileName, details.totalBytes, details.totalBytes, now, claim.id.rawValue]
+                    )
+                    return state
+                }
+            }
+        }
+        if states.contains(.waiting) { wake() }
+        return states.map { $0 != nil }
+    }
+
+    public func control(_ control: CatalogueControl, ids: [Download.ID]) async throws -> [Download.ID: ControlEffect] {
+        guard !ids.isEmpty else { return [:] }
+        let now = self.now
+        let effects = try await withErrors("changing downloads in") {
+            try await database.write { db in
+                var effects: [Download.ID: ControlEffect] = Dictionary(uniqueKeysWithValues: ids.map { ($0, ControlEffect.notFound) })
+                let rows = try GRDB.Row.fetchAll(
+                    db, sql: "SELECT id, state, requested, node FROM catalogue_downloads WHERE id IN (\(Self.placeholders(ids.count)))",
+                    arguments: StatementArguments(ids.map(\.rawValue))
+                )
+                for row in rows {
+                    let current = Download.State(rawValue: row[1]) ?? .failed
+                    let requested: String? = row[2]
+                    let asked = requested.flatMap(CatalogueControl.init(rawValue:))
+                    let change = CatalogueRules.apply(control, to: current, requested: asked, node: row[3])
+                    effects[Download.ID(row[0])] = change.effect
+                    guard change.state != current || change.requested != asked else { continue }
+                    try db.execute(
+                        sql: """
+                            UPDATE catalogue_downloads SET state = ?, requested = ?, lease_until = CASE WHEN ? = 'active' THEN lease_until END,
+                                updated_at = ? WHERE id = ?
+                            """,
+                        arguments: [change.state.rawValue, change.requested?.rawValue, change.state.rawValue, now, row[0] as String]
+                    )
+                }
+                return effects
+            }
+        }
+        if effects.values.contains(where: Self.wakes) { wake() }
+        return effects
+    }
+
+    /// Whether an effect is news for some node: a download to claim, or a request to its holder.
+    static func wakes(_ effect: ControlEffect) -> Bool {
+        switch effect {
+        case .done(.waiting), .asked: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import GRDB
+import NIOConcurrencyHelpers
+import SwoopKit
+
+/// A fleet's catalogue in one SQLite file, for daemons on one machine (several download disks, one
+/// queue). The same contract as the PostgreSQL catalogue: claims are immediate transactions (one
+/// writer at a time, so the fleet's limits hold), the clock is this machine's, and ``changes()``
+/// watches `PRAGMA data_version` for other processes' commits.
+public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
+    let database: DatabaseQueue
+    public let path: String
+    private let wakeUps = NIOLockedValueBox<[UUID: AsyncStream<Void>.Continuation]>([:])
+    private let started = NIOLockedValueBox<Set<String>>([])
+    /// How often ``changes()`` looks for other processes' commits.
+    let pollInterval: Duration
+
+    public init(path: String, pollInterval: Duration = .milliseconds(250)) throws {
+        self.path = path
+        self.pollInterval = pollInterval
+        var configuration = GRDB.Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.journalMode = .wal
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+        } catch {
+            throw SwoopError(.store, "cannot open the fleet's catalogue \(path): \(error)", cause: error)
+        }
+    }
+
+    var now: Double { Date().timeIntervalSince1970 }
+
+    public func prepare() async throws {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("catalogue-v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE catalogue_downloads (
+                        id TEXT PRIMARY KEY, position INTEGER NOT NULL, priority INTEGER NOT NULL DEFAULT 0,
+                        urls TEXT NOT NULL, host TEXT NOT NULL, options TEXT NOT NULL DEFAULT '{}', state TEXT NOT NULL,
+                        node TEXT, epoch INTEGER NOT NULL DEFAULT 0, lease_until REAL, requested TEXT,
+                        total_bytes INTEGER, completed_bytes INTEGER NOT NULL DEFAULT 0, speed REAL NOT NULL DEFAULT 0,
+                        file_name TEXT, error TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL);
+                    CREATE INDEX catalogue_queue ON catalogue_downloads (priority DESC, position);
+                    CREATE TABLE catalogue_nodes (
+                        name TEXT PRIMARY KEY, address TEXT NOT NULL DEFAULT '', started_at REAL NOT NULL, beat_at REAL NOT NULL,
+                        active INTEGER NOT NULL DEFAULT 0, speed REAL NOT NULL DEFAULT 0);
+                    """
+            )
+        }
+        try await withErrors("preparing") { try migrator.migrate(database) }
+    }
+
+    public func add(_ items: [CatalogueItem]) async throws {
+        guard !items.isEmpty else { return }
+        let now = self.now
+        let urls = try items.map { String(decoding: try JSONEncoder().encode($0.urls), as: UTF8.self) }
+        try await withErrors("adding downloads to") {
+            try await database.write { db in
+                var position = try Int.fetchOne(db, sql: "SELECT coalesce(max(position), 0) FROM catalogue_downloads") ?? 0
+                for (item, urls) in zip(items, urls) {
+                    position += 1
+                    try db.execute(
+                        sql: """
+                            INSERT INTO catalogue_downloads (id, position, priority, urls, host, options, state, created_at, updated_at)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            """,
+                        arguments: [item.id.rawValue, position, item.priority, urls, item.host, item.options, item.paused ? "paused" : "waiting", now, now]
+                    )
+                }
+            }
+        }
+        if items.contains(where: { !$0.paused }) { wake() }
+    }
+
+    public func entries(ids: [Download.ID]) async throws -> [CatalogueEntry] {
+        let found = try await withErrors("reading") {
+            try await database.read { db in
+                try Self.entries(db, where: "id IN (\(Self.placeholders(ids.count)))", arguments: StatementArguments(ids.map(\.rawValue)))
+            }
+        }
+        let byID = Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return ids.compactMap { byID[$0] }
+    }
+
+    public func entries(in states: Set<Download.State>?, offset: Int, limit: Int) async throws -> [CatalogueEntry] {
+        let names = (states ?? Set(Download.State.allCases)).map(\.rawValue).sorted()
+        return try await withErrors("reading") {
+            try await database.read { db in
+                try Self.entries(
+                    db, where: "state IN (\(Self.placeholders(names.count))) ORDER BY priority DESC, position LIMIT ? OFFSET ?",
+                    arguments: StatementArguments(names) + [max(0, limit), max(0, offset)]
+                )
+            }
+        }
+    }
+
+    public func counts() async throws -> [Download.State: Int] {
+        try await withErrors("counting") {
+            try await database.read { db in
+                var counts: [Download.State: Int] = [:]
+                for row in try GRDB.Row.fetchAll(db, sql: "SELECT state, count(*) FROM catalogue_downloads GROUP BY state") {
+                    if let state = Download.State(rawValue: row[0]) { counts[state] = row[1] }
+                }
+                return counts
+            }
+        }
+    }
+
+    public func beat(_ beat: NodeBeat) async throws {
+        let first = started.withLockedValue { $0.insert(beat.name).inserted }
+        let now = self.now
+        try await withErrors("recording a heartbeat in") {
+            try await database.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO catalogue_nodes (name, address, started_at, beat_at, active, speed) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (name) DO UPDATE SET address = excluded.address, beat_at = excluded.beat_at, active = excluded.active,
+                            speed = excluded.speed, started_at = CASE WHEN ? THEN excluded.started_at ELSE started_at END
+                        """,
+                    arguments: [beat.name, beat.address, now, now, beat.activeDownloads, beat.bytesPerSecond, first]
+                )
+            }
+        }
+    }
+
+    public func nodes() async throws -> [FleetNode] {
+        let now = self.now
+        return try await withErrors("reading the nodes of") {
+            try await database.read { db in
+                try GRDB.Row.fetchAll(db, sql: "SELECT name, address, started_at, beat_at, active, speed FROM catalogue_nodes ORDER BY name").map { row in
+                    let beat: Double = row[3]
+                    return FleetNode(
+                        name: row[0], address: row[1], startedAt: Date(timeIntervalSince1970: row[2]), lastBeat: Date(timeIntervalSince1970: beat),
+                        activeDownloads: row[4], bytesPerSecond: row[5], silentFor: max(0, now - beat)
+                    )
+                }
+            }
+        }
+    }
+
+    public func changes() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let key = UUID()
+        wakeUps.withLockedValue { $0[key] = continuation }
+        let database = self.database
+        let interval = pollInterval
+        // Other processes' commits: SQLite tells a connection only that the file changed since.
+        // Read before the first wake-up, so that no commit after it goes unseen.
+        let initial = try? database.read { db in try Int.fetchOne(db, sql: "PRAGMA data_version") }
+        let polling = Task {
+            var seen = initial
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                let version = try? await database.read { db in try Int.fetchOne(db, sql: "PRAGMA data_version") }
+                if version != seen {
+                    seen = version
+                    continuation.yield()
+                }
+            }
+        }
+        continuation.onTermination = { [weak self] _ in
+            polling.cancel()
+            self?.wakeUps.withLockedValue { $0[key] = nil }
+        }
+        continuation.yield()
+        return stream
+    }
+
+    public func close() async {
+        let continuations = wakeUps.withLockedValue { wakeUps in
+            defer { wakeUps = [:] }
+            return Array(wakeUps.values)
+        }
+        for continuation in continuations { continuation.finish() }
+        try? database.close()
+    }
+
+    // MARK: - Helpers
+
+    /// Wakes this process's listeners (other processes see the commit through `data_version`).
+    func wake() {
+        for continuation in wakeUps.withLockedValue({ Array($0.values) }) { continuation.yield() }
+    }
+
+    static let columns = """
+        id, urls, options, priority, state, node, epoch, requested, total_bytes, completed_bytes, speed, file_name, error, created_at, updated_at
+        """
+
+    static func entries(_ db: Database, where condition: String, arguments: StatementArguments) throws -> [CatalogueEntry] {
+        try GRDB.Row.fetchAll(db, sql: "SELECT \(columns) FROM catalogue_downloads WHERE \(condition)", arguments: arguments).map(entry)
+    }
+
+    static func entry(_ row: GRDB.Row) throws -> CatalogueEntry {
+        let urls = try JSONDecoder().decode([String].self, from: Data((row["urls"] as String).utf8))
+        let requested: String? = row["requested"]
+        return CatalogueEntry(
+            id: Download.ID(row["id"]), urls: urls, options: row["options"], priority: row["priority"],
+            state: Download.State(rawValue: row["state"]) ?? .failed, node: row["node"], epoch: row["epoch"],
+            requested: requested.flatMap(CatalogueControl.init(rawValue:)), totalBytes: row["total_bytes"],
+            completedBytes: row["completed_bytes"], bytesPerSecond: row["speed"], fileName: row["file_name"], error: row["error"],
+            createdAt: Date(timeIntervalSince1970: row["created_at"]), updatedAt: Date(timeIntervalSince1970: row["updated_at"])
+        )
+    }
+
+    static func placeholders(_ count: Int) -> String {
+        count == 0 ? "NULL" : Array(repeating: "?", count: count).joined(separator: ", ")
+    }
+
+    func withErrors<Result: Sendable>(_ doing: String, _ body: () async throws -> Result) async throws -> Result {
+        do {
+            return try await body()
+        } catch let error as SwoopError {
+            throw error
+        } catch {
+            throw SwoopError(.store, "\(doing) the fleet's catalogue \(path) failed: \(error)", cause: error)
+        }
+    }
+}

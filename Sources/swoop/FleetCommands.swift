@@ -1,0 +1,141 @@
+import ArgumentParser
+import Foundation
+import SwoopConsole
+import SwoopKit
+import SwoopPostgres
+import SwoopRPC
+
+/// `swoop nodes --store URL`: the daemons of a fleet, as they last reported themselves.
+struct NodesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "nodes",
+        abstract: "List the daemons of a fleet (--store): name, address, downloads running, speed, last heartbeat."
+    )
+
+    @OptionGroup var fleet: FleetOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if fleet.store == nil { throw ValidationError("give the fleet's --store postgres://USER@HOST/DB") }
+    }
+
+    func run() async throws {
+        let console = Console(quiet: global.quiet)
+        do {
+            guard let catalogue = try await fleet.catalogue() else { return }
+            let nodes = try await withCatalogue(catalogue) { try await $0.nodes() }
+            if global.json {
+                let values: [JSONValue] = nodes.map { node in
+                    .object([
+                        "name": .string(node.name), "address": .string(node.address), "active": .string("\(node.activeDownloads)"),
+                        "bytesPerSecond": .string("\(Int(node.bytesPerSecond))"), "silentFor": .string(String(format: "%.1f", node.silentFor)),
+                    ])
+                }
+                console.result(String(decoding: JSONValue.array(values).serialized(), as: UTF8.self))
+            } else if nodes.isEmpty {
+                console.result("no daemon has joined this fleet yet")
+            } else {
+                console.result(FleetTable.nodes(nodes).joined(separator: "\n"))
+            }
+        } catch let error as SwoopError {
+            throw error.exit(on: console)
+        }
+    }
+}
+
+/// What `add`, `ls`, `pause`, `resume` and `rm` do with `--store`: the same, on the fleet's queue.
+enum FleetActions {
+    /// Adds the requests to the fleet's queue. Without `-d`, each node's own download directory.
+    static func add(_ requests: [DownloadRequest], directoryGiven: Bool, output: String?, to catalogue: PostgresCatalogue, console: Console, json: Bool) async throws {
+        let items = requests.map { request in
+            var options = Aria2Options.json(for: request)
+            if !directoryGiven {
+                options["dir"] = nil
+                if let output { options["out"] = .string(output) }
+            }
+            return CatalogueItem(
+                urls: ([request.url] + request.mirrors).map(\.absoluteString), options: String(decoding: JSONValue.object(options).serialized(), as: UTF8.self),
+                priority: request.priority, paused: request.paused
+            )
+        }
+        try await catalogue.add(items)
+        for item in items {
+            if json {
+                console.result(String(decoding: JSONValue.object(["id": .string(item.id.rawValue), "url": .string(item.urls[0])]).serialized(), as: UTF8.self))
+            } else {
+                console.result("added \(item.id.rawValue.prefix(8)) \(item.urls[0]) to the fleet's queue")
+            }
+        }
+    }
+
+    /// Lists the fleet's downloads (in `states`, or all), in queue order.
+    static func list(_ catalogue: PostgresCatalogue, states: Set<Download.State>?, console: Console) async throws {
+        var entries: [CatalogueEntry] = []
+        while true {
+            let page = try await catalogue.entries(in: states, offset: entries.count, limit: 10_000)
+            entries += page
+            if page.count < 10_000 { break }
+        }
+        console.result(entries.isEmpty ? "no downloads in the fleet" : FleetTable.downloads(entries).joined(separator: "\n"))
+    }
+
+    /// Pauses, resumes or removes downloads of the fleet, wherever they run; one line each.
+    static func control(_ control: CatalogueControl, ids: [String], in catalogue: PostgresCatalogue, console: Console) async throws {
+        let resolved = try await resolveFleetIDs(ids, in: catalogue)
+        let effects = try await catalogue.control(control, ids: resolved)
+        var failed: SwoopError?
+        for id in resolved {
+            let short = id.rawValue.prefix(8)
+            switch effects[id] ?? .notFound {
+            case .done(let state): console.result("\(short): \(state.rawValue)")
+            case .asked(let node): console.result("\(short): asked \(node), which runs it, to \(control.rawValue) it")
+            case .unchanged(let state): console.result("\(short): already \(state.rawValue)")
+            case .refused(let state):
+                console.error("\(short) is \(state.rawValue): it cannot be \(control == .pause ? "paused" : control == .resume ? "resumed" : "removed")")
+                failed = failed ?? SwoopError(.invalidArgument, "")
+            case .notFound:
+                console.error("no download \(id) in the fleet")
+                failed = failed ?? SwoopError(.notFound, "")
+            }
+        }
+        if let failed { throw ExitCode(ExitStatus.code(for: failed)) }
+    }
+}
+
+/// The fleet's tables, pure.
+enum FleetTable {
+    static func nodes(_ nodes: [FleetNode]) -> [String] {
+        let rows = nodes.map { node in
+            [
+                node.name, node.address.isEmpty ? "-" : node.address, "\(node.activeDownloads)", ByteFormatting.rate(node.bytesPerSecond),
+                node.silentFor < 60 ? String(format: "%.1f s ago", node.silentFor) : "silent \(Int(node.silentFor)) s",
+            ]
+        }
+        return columns(["NODE", "ADDRESS", "ACTIVE", "SPEED", "LAST HEARTBEAT"], rows)
+    }
+
+    static func downloads(_ entries: [CatalogueEntry]) -> [String] {
+        let rows = entries.map { entry -> [String] in
+            let progress: String
+            if let total = entry.totalBytes, total > 0 {
+                progress = "\(ByteFormatting.format(entry.completedBytes))/\(ByteFormatting.format(total))"
+            } else {
+                progress = entry.completedBytes > 0 ? ByteFormatting.format(entry.completedBytes) : "-"
+            }
+            let what = entry.error.map { "\(entry.urls[0]) (\($0))" } ?? entry.fileName.map { "\(entry.urls[0]) → \($0)" } ?? entry.urls[0]
+            return [String(entry.id.rawValue.prefix(8)), entry.state.rawValue, entry.node ?? "-", progress, what]
+        }
+        return columns(["ID", "STATE", "NODE", "PROGRESS", "URL"], rows)
+    }
+
+    /// Left-aligned columns, the last one as long as it is.
+    static func columns(_ header: [String], _ rows: [[String]]) -> [String] {
+        let all = [header] + rows
+        let widths = (0..<header.count).map { column in all.map { $0[column].count }.max() ?? 0 }
+        return all.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import SwoopKit
+import SwoopPostgres
+import SwoopTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fleet as a user runs it (issue 15): `swoop daemon --store postgres://… --node NAME` on two
+/// "machines" (state and download directories of their own), fed by `swoop add --store`, watched
+/// with `swoop ls --store` and `swoop nodes --store`, one daemon killed with SIGKILL.
+@Suite("Fleet commands (daemons sharing a PostgreSQL queue)")
+struct FleetCommandTests {
+    /// The store URL without the password (which goes in PGPASSWORD, as a user would keep it).
+    struct Fleet {
+        let server: PostgresServer
+        let database: String
+        var url: String { "postgres://\(server.user)@127.0.0.1:\(server.port)/\(database)?sslmode=disable" }
+        var environment: [String: String] { ["PGPASSWORD": server.password] }
+
+        init() async throws {
+            server = try await PostgresServer.shared()
+            database = try await server.makeDatabase("cli")
+        }
+
+        func catalogue() throws -> PostgresCatalogue {
+            try PostgresCatalogue(PostgresAddress(parsing: server.url(database: database)))
+        }
+
+        func run(_ arguments: [String], in directory: String) async throws -> SwoopBinary.Result {
+            try await SwoopBinary.run(arguments + ["--store", url], in: directory, environment: environment)
+        }
+
+        /// A daemon of the fleet, in its own workspace; waits until it says it joined.
+        func daemon(_ node: String, extra: [String] = []) async throws -> (running: SwoopBinary.Running, out: String) {
+            let (root, out, state) = try SwoopBinary.workspace("swoop-fleet-\(node)")
+            let running = try SwoopBinary.Running(
+                ["daemon", "--listen", "127.0.0.1:0", "--state-dir", state, "-d", out, "--store", url, "--node", node, "--lease", "4", "-j", "2"] + extra,
+                directory: root, environment: environment
+            )
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline, running.process.isRunning {
+                if let text = try? String(contentsOf: running.out, encoding: .utf8), text.contains("swoop daemon: node \(node) of the fleet") {
+                    return (running, out)
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let result = await running.wait(timeout: .seconds(1))
+            throw DaemonFixtureError(message: "daemon \(node) did not join: \(result.stdout) \(result.stderr)")
+        }
+    }
+
+    @Test func daemonsShareTheQueueAndOneKilledLosesItsDownloadsToTheOther() async throws {
+        let fleet = try await Fleet()
+        let server = try await TestServer.start()
+        var bodies: [String: [UInt8]] = [:]
+        for index in 0..<8 {
+            let body = Resource.random(size: 384 << 10, seed: UInt64(40 + index))
+            server.serve("/part-\(index).bin", Resource(body: body, etag: "\"p\(index)\""))
+            server.setDefault("/part-\(index).bin", .throttle(bytesPerSecond: 256 << 10))
+            bodies["part-\(index).bin"] = body
+        }
+        let (first, firstOut) = try await fleet.daemon("first")
+        let (second, secondOut) = try await fleet.daemon("second")
+        let workspace = try SwoopBinary.workspace("swoop-fleet-user").root
+        let urls = bodies.keys.sorted().map { server.url("/\($0)") }
+        let added = try await fleet.run(["add"] + urls, in: workspace)
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdoutLines.count == 8 && added.stdoutLines.allSatisfy { $0.hasPrefix("added ") && $0.hasSuffix(" to the fleet's queue") })
+        let nodes = try await fleet.run(["nodes"], in: workspace)
+        #expect(nodes.stdoutLines.first?.hasPrefix("NODE ") == true)
+        #expect(nodes.stdoutLines.dropFirst().map { String($0.prefix(6)) } == ["first ", "second"], "\(nodes.stdout)")
+        // Both run their two; the first is killed while it does.
+        let catalogue = try fleet.catalogue()
+        let busy = await eventuallyAsync(timeout: .seconds(30)) {
+            let entries = (try? await catalogue.entries(in: [.active], offset: 0, limit: 100)) ?? []
+            return Set(entries.filter { $0.completedBytes > 0 }.compactMap(\.node)) == ["first", "second"]
+        }
+        try #require(busy)
+        first.signal(SIGKILL)
+        _ = await first.wait(timeout: .seconds(10))
+        let killedAt = ContinuousClock.now
+        let orphaned = try await catalogue.entries(in: [.active], offset: 0, limit: 100).filter { $0.node == "first" }.map(\.id)
+        let done = await eventuallyAsync(timeout: .seconds(60)) { (try? await catalogue.counts()) == [.completed: 8] }
+        let entries = try await catalogue.entries(in: nil, offset: 0, limit: 100)
+        let listed = try await fleet.run(["ls"], in: workspace)
+        second.signal(SIGTERM)
+        let stopped = await second.wait(timeout: .seconds(30))
+        await catalogue.close()
+        try await server.shutdown()
+        try #require(done, "\(entries.map { "\($0.state) \($0.node ?? "")" })")
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(!orphaned.isEmpty)
+        // What the killed daemon ran was taken over, after its lease (4 s here).
+        for id in orphaned {
+            let entry = entries.first { $0.id == id }
+            #expect(entry?.node == "second" && (entry?.epoch ?? 0) >= 2, "\(id)")
+        }
+        #expect(ContinuousClock.now - killedAt < .seconds(60))
+        // Every file complete, byte-exact, under its name in exactly one daemon's directory; the
+        // killed daemon left only part files of what it did not finish.
+        for (name, body) in bodies {
+            let places = [firstOut, secondOut].filter { FileManager.default.fileExists(atPath: $0 + "/" + name) }
+            #expect(places.count == 1, "\(name): \(places)")
+            if let place = places.first { #expect(sha256Hex(file: place + "/" + name) == sha256Hex(body), "\(name)") }
+        }
+        #expect(listed.stdoutLines.count == 9 && listed.stdoutLines.dropFirst().allSatisfy { $0.contains(" completed ") }, "\(listed.stdout)")
+    }
+
+    @Test func pauseResumeAndRemoveActWhereTheDownloadRuns() async throws {
+        let fleet = try await Fleet()
+        let server = try await TestServer.start()
+        let body = Resource.random(size: 1 << 20, seed: 77)
+        server.serve("/slow.bin", Resource(body: body, etag: "\"slow\""))
+        server.setDefault("/slow.bin", .throttle(bytesPerSecond: 128 << 10))
+        let (daemon, out) = try await fleet.daemon("runner")
+        let workspace = try SwoopBinary.workspace("swoop-fleet-user").root
+        let added = try await fleet.run(["add", server.url("/slow.bin")], in: workspace)
+        let id = try #require(added.stdoutLines.first?.split(separator: " ").dropFirst().first.map(String.init))
+        let catalogue = try fleet.catalogue()
+        #expect(await eventuallyAsync(timeout: .seconds(30)) { (try? await catalogue.entries(in: [.active], offset: 0, limit: 5))?.first?.completedBytes ?? 0 > 0 })
+        let paused = try await fleet.run(["pause", id], in: workspace)
+        #expect(paused.status == 0 && paused.stdout == "\(id): asked runner, which runs it, to pause it\n", "\(paused.stdout)\(paused.stderr)")
+        #expect(await eventuallyAsync(timeout: .seconds(10)) { (try? await catalogue.counts()) == [.paused: 1] })
+        let resumed = try await fleet.run(["resume", id], in: workspace)
+        #expect(resumed.stdout == "\(id): waiting\n")
+        #expect(await eventuallyAsync(timeout: .seconds(30)) { (try? await catalogue.counts()) == [.completed: 1] })
+        #expect(sha256Hex(file: out + "/slow.bin") == sha256Hex(body))
+        let again = try await fleet.run(["resume", id], in: workspace)
+        #expect(again.status != 0 && again.stderr == "swoop: error: \(id) is completed: it cannot be resumed\n", "\(again.stderr)")
+        let unknown = try await fleet.run(["rm", "ffffffff"], in: workspace)
+        #expect(unknown.status != 0 && unknown.stderr == "swoop: error: no download ffffffff in the fleet\n", "\(unknown.stderr)")
+        daemon.signal(SIGTERM)
+        _ = await daemon.wait(timeout: .seconds(30))
+        await catalogue.close()
+        try await server.shutdown()
+    }
+
+    @Test func anAria2ClientAddsToTheFleetAndSeesItsDownload() async throws {
+        let fleet = try await Fleet()
+        let server = try await TestServer.start()
+        let body = Resource.random(size: 200_000, seed: 91)
+        server.serve("/rpc.bin", Resource(body: body, etag: "\"rpc\""))
+        let (daemon, out) = try await fleet.daemon("rpc", extra: ["--secret", "s3cret"])
+        let text = try String(contentsOf: daemon.out, encoding: .utf8)
+        let port = try #require(text.split(separator: "\n").first?.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+        func call(_ method: String, _ params: [Any]) async throws -> [String: Any] {
+            let request = try JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": "t", "method": method, "params": ["token:s3cret"] + params])
+            let reply = try await RawHTTP.send(port: port, request: RawHTTP.post(port: port, body: Array(request)))
+            return (try JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any]) ?? [:]
+        }
+        let added = try await call("aria2.addUri", [[server.url("/rpc.bin")], ["out": "renamed.bin"]])
+        let gid = try #require(added["result"] as? String, "\(added)")
+        let catalogue = try fleet.catalogue()
+        let entry = try await catalogue.entries(ids: [Download.ID(gid)]).first
+        #expect(entry?.urls == [server.url("/rpc.bin")])
+        #expect(await eventuallyAsync(timeout: .seconds(30)) { (try? await catalogue.counts()) == [.completed: 1] })
+        let status = try #require(try await call("aria2.tellStatus", [gid, ["gid", "status", "totalLength", "completedLength", "dir"]])["result"] as? [String: String])
+        #expect(status == ["gid": gid, "status": "complete", "totalLength": "200000", "completedLength": "200000", "dir": out])
+        #expect(sha256Hex(file: out + "/renamed.bin") == sha256Hex(body))
+        let bad = try await call("aria2.addUri", [["ftp://127.0.0.1/x"], [:]])
+        #expect((bad["error"] as? [String: Any])?["message"] as? String != nil)
+        #expect(try await catalogue.counts() == [.completed: 1], "a refused add reaches no queue")
+        daemon.signal(SIGTERM)
+        _ = await daemon.wait(timeout: .seconds(30))
+        await catalogue.close()
+        try await server.shutdown()
+    }
+
+    @Test func aDaemonStoppedBySIGTERMGivesItsDownloadsBackAndFailsNone() async throws {
+        let fleet = try await Fleet()
+        let server = try await TestServer.start()
+        for index in 0..<5 {
+            server.serve("/w-\(index).bin", Resource(body: Resource.random(size: 1 << 20, seed: UInt64(60 + index)), etag: "\"w\(index)\""))
+            server.setDefault("/w-\(index).bin", .throttle(bytesPerSecond: 64 << 10))
+        }
+        let (daemon, _) = try await fleet.daemon("stopping")
+        let workspace = try SwoopBinary.workspace("swoop-fleet-user").root
+        let added = try await fleet.run(["add"] + (0..<5).map { server.url("/w-\($0).bin") }, in: workspace)
+        #expect(added.status == 0)
+        let catalogue = try fleet.catalogue()
+        #expect(await eventuallyAsync(timeout: .seconds(30)) {
+            ((try? await catalogue.entries(in: [.active], offset: 0, limit: 10)) ?? []).filter { $0.completedBytes > 0 }.count == 2
+        })
+        daemon.signal(SIGTERM)
+        let stopped = await daemon.wait(timeout: .seconds(30))
+        let counts = try await catalogue.counts()
+        await catalogue.close()
+        try await server.shutdown()
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        // The two it ran are waiting again, for any daemon; the three it never ran were never failed.
+        #expect(counts == [.waiting: 5], "\(counts)")
+    }
+
+    @Test func anUnreachableStoreStopsTheDaemonWithOneLine() async throws {
+        let closed = try TestPort(listening: false)
+        let (root, out, state) = try SwoopBinary.workspace("swoop-fleet-down")
+        let result = try await SwoopBinary.run(
+            ["daemon", "--listen", "127.0.0.1:0", "--state-dir", state, "-d", out, "--store", "postgres://swoop@127.0.0.1:\(closed.port)/fleet?sslmode=disable"],
+            in: root, timeout: .seconds(30)
+        )
+        #expect(result.status == 1)
+        #expect(result.stderr == "swoop: error: preparing the fleet's catalogue at postgres://swoop@127.0.0.1:\(closed.port)/fleet failed: cannot connect: Connection refused\n")
+    }
+}
