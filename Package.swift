@@ -178,7 +178,7 @@ let package = Package(
         .testTarget(name: "SwoopStoreTests", dependencies: ["SwoopStore", "SwoopKit"]),
         .testTarget(name: "SwoopFleetTests", dependencies: ["SwoopKit", "SwoopStore", "SwoopPostgres", "SwoopTesting"]),
         .testTarget(name: "SwoopConsoleTests", dependencies: ["SwoopConsole", "SwoopKit"]),
-        .testTarget(name: "SwoopRPCTests", dependencies: ["SwoopRPC", "SwoopKit", "SwoopTesting"]),
+        .testTarget(name: "SwoopRPCTests", dependencies: ["SwoopRPC", "SwoopKit", "SwoopStore", "SwoopTesting"]),
         .testTarget(name: "SwoopCLITests", dependencies: ["swoop", "SwoopKit", "SwoopRPC", "SwoopTesting", "SwoopPostgres"]),
     ]
 )

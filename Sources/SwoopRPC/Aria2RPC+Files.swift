@@ -39,8 +39,8 @@ extension Aria2RPC {
     /// sources, the file, its validators, its segments, the retry under way and the last error.
     /// Request headers are left out: they may hold credentials.
     func details(_ p: Parameters) async throws -> JSONValue {
-        let details = try await manager.details(id: try await p.gid(0, among: try await allIDs()))
-        let (record, download) = (details.record, details.download)
+        let status = try await status(p)
+        let (record, download) = (status.record, status.download)
         var object: [String: JSONValue] = [
             "gid": .string(record.id.rawValue),
             "state": .string(download.state.rawValue),

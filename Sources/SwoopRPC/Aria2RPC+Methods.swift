@@ -12,11 +12,13 @@ extension Aria2RPC {
         "aria2.purgeDownloadResult", "aria2.removeDownloadResult", "aria2.getVersion", "aria2.getSessionInfo",
         "aria2.shutdown", "aria2.forceShutdown", "aria2.getGlobalStat", "aria2.saveSession", "system.multicall",
         "system.listMethods", "system.listNotifications", "swoop.getFileLink", "swoop.getDetails", "swoop.removeWithFile",
+        "swoop.getNodes",
     ]
     /// ``methods`` to look a call's method up in.
     public static let knownMethods = Set(methods)
 
     func perform(_ method: String, _ p: Parameters) async throws -> JSONValue {
+        if let catalogue = settings.catalogue, let answer = try await performInFleet(method, p, catalogue) { return answer }
         switch method {
         case "aria2.addUri": return try await addUri(p)
         case "aria2.addTorrent", "aria2.getPeers":
@@ -60,6 +62,7 @@ extension Aria2RPC {
             return .string("OK")
         case "swoop.getFileLink": return try await fileLink(p)
         case "swoop.getDetails": return try await details(p)
+        case "swoop.getNodes": throw RPCError.method("this daemon is not in a fleet: start it with --store to share a queue")
         case "swoop.removeWithFile":
             // Stops it if running and forgets it, with its part file, or its finished file if unchanged.
             let id = try await p.gid(0, among: try await allIDs())

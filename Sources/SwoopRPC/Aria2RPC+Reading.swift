@@ -9,17 +9,11 @@ extension Aria2RPC {
         )
     }
 
-    /// An unknown id is worded by ``Aria2RPC/rpcError(_:)``, as for every call.
+    /// An unknown id is worded by ``Aria2RPC/rpcError(_:)``, as for every call. A fleet's daemon
+    /// shows a download of the shared queue wherever it runs (``fleetStatus(_:_:)``).
     func status(_ p: Parameters) async throws -> Aria2Status {
-        do {
-            return status(try await manager.details(id: try await p.gid(0, among: try await self.allIDs())))
-        } catch {
-            // A fleet's daemon: a download added to the shared queue, which this one does not run.
-            guard let catalogue = settings.catalogue, let gid = try? p.string(0, "gid"), Download.ID.isGID(gid),
-                let entry = try await catalogue.entries(ids: [Download.ID(gid)]).first
-            else { throw error }
-            return Aria2Status(fleet: entry, roots: settings.roots)
-        }
+        if let catalogue = settings.catalogue, let status = try await fleetStatus(p, catalogue) { return status }
+        return status(try await manager.details(id: try await p.gid(0, among: try await self.allIDs())))
     }
 
     func servers(_ p: Parameters) async throws -> JSONValue {

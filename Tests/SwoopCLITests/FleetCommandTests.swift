@@ -50,6 +50,19 @@ struct FleetCommandTests {
             let result = await running.wait(timeout: .seconds(1))
             throw DaemonFixtureError(message: "daemon \(node) did not join: \(result.stdout) \(result.stderr)")
         }
+
+        /// The port a daemon's RPC listens on, from its first line.
+        static func port(of daemon: SwoopBinary.Running) throws -> Int {
+            let text = try String(contentsOf: daemon.out, encoding: .utf8)
+            return try #require(text.split(separator: "\n").first?.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+        }
+
+        /// An aria2 call with the secret "s3cret", as a client sends it over HTTP: the whole answer.
+        static func call(_ port: Int, _ method: String, _ params: [Any]) async throws -> [String: Any] {
+            let request = try JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": "t", "method": method, "params": ["token:s3cret"] + params])
+            let reply = try await RawHTTP.send(port: port, request: RawHTTP.post(port: port, body: Array(request)))
+            return (try JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any]) ?? [:]
+        }
     }
 
     @Test func daemonsShareTheQueueAndOneKilledLosesItsDownloadsToTheOther() async throws {
@@ -144,13 +157,8 @@ struct FleetCommandTests {
         let body = Resource.random(size: 200_000, seed: 91)
         server.serve("/rpc.bin", Resource(body: body, etag: "\"rpc\""))
         let (daemon, out) = try await fleet.daemon("rpc", extra: ["--secret", "s3cret"])
-        let text = try String(contentsOf: daemon.out, encoding: .utf8)
-        let port = try #require(text.split(separator: "\n").first?.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
-        func call(_ method: String, _ params: [Any]) async throws -> [String: Any] {
-            let request = try JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": "t", "method": method, "params": ["token:s3cret"] + params])
-            let reply = try await RawHTTP.send(port: port, request: RawHTTP.post(port: port, body: Array(request)))
-            return (try JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any]) ?? [:]
-        }
+        let port = try Fleet.port(of: daemon)
+        func call(_ method: String, _ params: [Any]) async throws -> [String: Any] { try await Fleet.call(port, method, params) }
         let added = try await call("aria2.addUri", [[server.url("/rpc.bin")], ["out": "renamed.bin"]])
         let gid = try #require(added["result"] as? String, "\(added)")
         let catalogue = try fleet.catalogue()
@@ -165,6 +173,68 @@ struct FleetCommandTests {
         #expect(try await catalogue.counts() == [.completed: 1], "a refused add reaches no queue")
         daemon.signal(SIGTERM)
         _ = await daemon.wait(timeout: .seconds(30))
+        await catalogue.close()
+        try await server.shutdown()
+    }
+
+    @Test func anyDaemonsRPCShowsAndControlsWhatAnotherRuns() async throws {
+        let fleet = try await Fleet()
+        let server = try await TestServer.start()
+        var bodies: [[UInt8]] = []
+        for index in 0..<2 {
+            let body = Resource.random(size: 1 << 20, seed: UInt64(120 + index))
+            server.serve("/r-\(index).bin", Resource(body: body, etag: "\"r\(index)\""))
+            server.setDefault("/r-\(index).bin", .throttle(bytesPerSecond: 96 << 10))
+            bodies.append(body)
+        }
+        let (runner, runnerOut) = try await fleet.daemon("runner", extra: ["--secret", "s3cret"])
+        let workspace = try SwoopBinary.workspace("swoop-fleet-user").root
+        let added = try await fleet.run(["add", server.url("/r-0.bin"), server.url("/r-1.bin")], in: workspace)
+        #expect(added.status == 0, "\(added.stderr)")
+        let catalogue = try fleet.catalogue()
+        // (`add` prints short ids; RPC clients get whole GIDs.)
+        let gids = try await catalogue.entries(in: nil, offset: 0, limit: 10).map(\.id.rawValue)
+        try #require(gids.count == 2)
+        try #require(await eventuallyAsync(timeout: .seconds(30)) {
+            ((try? await catalogue.entries(in: [.active], offset: 0, limit: 10)) ?? []).filter { $0.completedBytes > 0 }.count == 2
+        })
+        // The second daemon has nothing to run: both downloads are the runner's.
+        let (watcher, watcherOut) = try await fleet.daemon("watcher", extra: ["--secret", "s3cret"])
+        let (near, far) = (try Fleet.port(of: runner), try Fleet.port(of: watcher))
+        func result(_ port: Int, _ method: String, _ params: [Any]) async throws -> Any? { try await Fleet.call(port, method, params)["result"] }
+        func status(_ port: Int, _ gid: String) async throws -> [String: String] {
+            (try await result(port, "aria2.tellStatus", [gid, ["gid", "status", "completedLength"]]) as? [String: String]) ?? [:]
+        }
+
+        let active = try #require(try await result(far, "aria2.tellActive", [["gid", "status", "completedLength"]]) as? [[String: String]])
+        #expect(active.map { $0["gid"] ?? "" } == gids && active.allSatisfy { $0["status"] == "active" && Int($0["completedLength"] ?? "") ?? 0 > 0 }, "\(active)")
+        // On the node that runs it, the same GID, live.
+        #expect(try await status(near, gids[0])["status"] == "active")
+        let stat = try #require(try await result(far, "aria2.getGlobalStat", []) as? [String: String])
+        #expect(stat["numActive"] == "2" && stat["numWaiting"] == "0", "\(stat)")
+        let nodes = try #require(try await result(far, "swoop.getNodes", []) as? [[String: String]])
+        #expect(nodes.map { $0["name"] ?? "" }.sorted() == ["runner", "watcher"], "\(nodes)")
+
+        // Paused and removed from the daemon that does not run them.
+        #expect(try await result(far, "aria2.pause", [gids[0]]) as? String == gids[0])
+        #expect(try await result(far, "aria2.remove", [gids[1]]) as? String == gids[1])
+        let stopped = await eventuallyAsync(timeout: .seconds(10)) {
+            let entries = (try? await catalogue.entries(ids: gids.map { Download.ID($0) })) ?? []
+            return entries.map(\.state) == [.paused, .removed]
+        }
+        #expect(stopped)
+        #expect(try await status(near, gids[0])["status"] == "paused")
+        let waiting = try #require(try await result(far, "aria2.tellWaiting", [0, 10, ["gid", "status"]]) as? [[String: String]])
+        #expect(waiting == [["gid": gids[0], "status": "paused"]])
+        #expect(try await result(far, "aria2.unpause", [gids[0]]) as? String == gids[0])
+        #expect(await eventuallyAsync(timeout: .seconds(60)) { (try? await status(far, gids[0]))?["status"] == "complete" })
+        #expect(try await status(near, gids[0])["completedLength"] == "1048576")
+        let places = [runnerOut, watcherOut].filter { FileManager.default.fileExists(atPath: $0 + "/r-0.bin") }
+        #expect(places.count == 1 && places.allSatisfy { sha256Hex(file: $0 + "/r-0.bin") == sha256Hex(bodies[0]) }, "\(places)")
+        #expect(![runnerOut, watcherOut].contains { FileManager.default.fileExists(atPath: $0 + "/r-1.bin") })
+
+        for daemon in [runner, watcher] { daemon.signal(SIGTERM) }
+        for daemon in [runner, watcher] { _ = await daemon.wait(timeout: .seconds(30)) }
         await catalogue.close()
         try await server.shutdown()
     }

@@ -298,7 +298,7 @@ struct Aria2NotificationTests {
         fixture.serve("/r.bin", size: 10)
         let gid = try #require(await fixture.value("aria2.addUri", [.string(fixture.server.url("/r.bin"))]).string)
         #expect(await fixture.waitFor(gid, "complete"))
-        let events = await fixture.manager.events()
+        let events = fixture.manager.events()
         #expect(await fixture.value("aria2.removeDownloadResult", .string(gid)) == "OK")
         for await event in events {
             if case .removed(let removed) = event, removed.id.rawValue == gid {

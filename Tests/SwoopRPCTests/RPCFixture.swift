@@ -15,7 +15,7 @@ struct RPCFixture {
     let runner: Task<Void, Never>
     let shutdowns: ShutdownLog
 
-    static func make(maxConcurrent: Int = 5, allowed: [String] = []) async throws -> RPCFixture {
+    static func make(maxConcurrent: Int = 5, allowed: [String] = [], catalogue: (any DownloadCatalogue)? = nil) async throws -> RPCFixture {
         let server = try await TestServer.start()
         let base = NSTemporaryDirectory() + "swoop-rpc-\(UUID().uuidString)"
         let root = base + "/downloads"
@@ -31,7 +31,7 @@ struct RPCFixture {
         let runner = Task { await manager.run() }
         let shutdowns = ShutdownLog()
         let rpc = Aria2RPC(
-            manager: manager, settings: .init(secret: secret, roots: DownloadRoots(defaultDirectory: root, allowed: allowed)),
+            manager: manager, settings: .init(secret: secret, roots: DownloadRoots(defaultDirectory: root, allowed: allowed), catalogue: catalogue),
             shutdown: { force in shutdowns.append(force) }
         )
         return RPCFixture(server: server, root: root, manager: manager, rpc: rpc, runner: runner, shutdowns: shutdowns)

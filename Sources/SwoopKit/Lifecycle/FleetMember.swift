@@ -218,9 +218,12 @@ public actor FleetMember: Service {
             return
         }
         for claim in claims {
-            let request: DownloadRequest
+            var request: DownloadRequest
             do {
                 request = try makeRequest(claim.entry)
+                // Run under the catalogue's id (its GID the same on every daemon), unless this node
+                // already has a download of that id (one it ran under another directory, say).
+                if (try? await manager.download(id: claim.id)) == nil { request.id = claim.id }
             } catch {
                 ends.append(ClaimEnd(claim, .failed((error as? SwoopError)?.message ?? "\(error)")))
                 continue

@@ -47,6 +47,10 @@ public struct DownloadRequest: Sendable {
     /// the old file, which is replaced only once the new one is complete. Without it a completed
     /// download is "already complete" with no request. Not stored.
     public var refresh = false
+    /// The id a new download takes (a fleet's node runs a claimed download under the catalogue's
+    /// id, so that its GID is the same on every daemon); `nil` makes one. A download the store
+    /// knows keeps its id.
+    public var id: Download.ID?
     /// Add it paused (aria2's `pause=true`): stored, in its place in the queue, and not started
     /// until it is resumed. A download already running is not paused by a new request. Not stored.
     public var paused = false

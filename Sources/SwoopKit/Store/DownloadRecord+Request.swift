@@ -6,7 +6,10 @@ extension DownloadRecord {
 
     /// A record for a request that has not started: its key, options and priority.
     public init(_ request: DownloadRequest, bootID: String, position: Int = 0) {
-        self.init(url: request.key.url, directory: request.directory, requestedName: request.key.requestedName, bootID: bootID)
+        self.init(
+            id: request.id ?? .make(), url: request.key.url, directory: request.directory, requestedName: request.key.requestedName,
+            bootID: bootID
+        )
         apply(request)
         priority = request.priority
         self.position = position

@@ -1,0 +1,156 @@
+import Foundation
+import SwoopKit
+
+// A fleet's daemon answers for the whole fleet: its lists, its counts and its controls are the
+// shared catalogue's, whichever daemon runs a download. A download running here is shown live from
+// this daemon's manager (it runs under the catalogue's id); one running elsewhere as its node's last
+// heartbeat left it (progress at most a heartbeat old).
+extension Aria2RPC {
+    /// The calls a fleet's daemon answers from the catalogue, or `nil` for those it answers as any
+    /// daemon does (from its own manager).
+    func performInFleet(_ method: String, _ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> JSONValue? {
+        switch method {
+        case "aria2.tellActive": return try await fleetActive(p, catalogue)
+        case "aria2.tellWaiting": return try await fleetPage(p, catalogue, states: Self.waitingStates)
+        case "aria2.tellStopped": return try await fleetPage(p, catalogue, states: Self.stoppedStates)
+        case "aria2.pause", "aria2.forcePause": return try await fleetControl(.pause, p, catalogue)
+        case "aria2.unpause": return try await fleetControl(.resume, p, catalogue)
+        case "aria2.remove", "aria2.forceRemove": return try await fleetControl(.remove, p, catalogue)
+        case "aria2.pauseAll", "aria2.forcePauseAll": return try await fleetControlAll(.pause, catalogue, states: [.waiting, .active])
+        case "aria2.unpauseAll": return try await fleetControlAll(.resume, catalogue, states: [.paused, .interrupted])
+        case "aria2.getGlobalStat": return try await fleetStat(catalogue)
+        case "swoop.getNodes": return try await fleetNodes(catalogue)
+        case "aria2.changePosition", "aria2.changeOption", "aria2.changeUri", "aria2.removeDownloadResult",
+            "aria2.purgeDownloadResult", "swoop.removeWithFile", "swoop.getFileLink":
+            throw RPCError.method("\(method) is not available for a fleet's shared queue (use pause, unpause and remove)")
+        default: return nil
+        }
+    }
+
+    /// aria2's waiting list: not started yet, paused ones in their places.
+    static let waitingStates: Set<Download.State> = [.waiting, .paused, .interrupted]
+    /// aria2's stopped list (in a fleet, in queue order rather than the order they stopped).
+    static let stoppedStates: Set<Download.State> = [.completed, .failed, .removed]
+    /// The page size a whole list is read in.
+    static let fleetPageSize = 1000
+
+    /// A fleet's download as this daemon shows it: live from its own manager while it runs here (or
+    /// when the catalogue does not know it, or agrees on its state), else from the catalogue.
+    func fleetStatus(_ id: Download.ID, _ entry: CatalogueEntry?) async -> Aria2Status? {
+        let local = try? await manager.details(id: id)
+        if let local, local.download.state == .active || entry == nil || entry?.state == local.download.state {
+            return status(local)
+        }
+        return entry.map { Aria2Status(fleet: $0, roots: settings.roots) }
+    }
+
+    /// `tellStatus` and the calls that read one download (getUris, getFiles, getOption, …).
+    func fleetStatus(_ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> Aria2Status? {
+        let text = try p.string(0, "gid").lowercased()
+        guard Download.ID.isGID(text) else { return nil }
+        let id = Download.ID(text)
+        return await fleetStatus(id, try await catalogue.entries(ids: [id]).first)
+    }
+
+    func fleetActive(_ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> JSONValue {
+        let keys = try p.keys(0)
+        let entries = try await allEntries(catalogue, states: [.active])
+        var statuses: [Aria2Status] = []
+        for entry in entries {
+            if let status = await fleetStatus(entry.id, entry) { statuses.append(status) }
+        }
+        return Aria2Status.list(statuses, count: statuses.count, keys: keys)
+    }
+
+    /// `tellWaiting` and `tellStopped`: only the page asked for is read from the catalogue.
+    func fleetPage(_ p: Parameters, _ catalogue: any DownloadCatalogue, states: Set<Download.State>) async throws -> JSONValue {
+        let counts = try await catalogue.counts()
+        let page = try Self.page(count: states.reduce(0) { $0 + counts[$1, default: 0] }, p)
+        guard let low = page.indices.min(), let high = page.indices.max() else { return .array([]) }
+        let entries = try await catalogue.entries(in: states, offset: low, limit: high - low + 1)
+        var statuses: [Aria2Status] = []
+        for index in page.indices where index - low < entries.count {
+            if let status = await fleetStatus(entries[index - low].id, entries[index - low]) { statuses.append(status) }
+        }
+        return Aria2Status.list(statuses, count: statuses.count, keys: page.keys)
+    }
+
+    /// Every entry in `states`, a page at a time.
+    func allEntries(_ catalogue: any DownloadCatalogue, states: Set<Download.State>) async throws -> [CatalogueEntry] {
+        var entries: [CatalogueEntry] = []
+        while true {
+            let page = try await catalogue.entries(in: states, offset: entries.count, limit: Self.fleetPageSize)
+            entries += page
+            if page.count < Self.fleetPageSize { return entries }
+        }
+    }
+
+    /// Pause, unpause or remove, wherever the download runs (the node that runs it does it at its
+    /// next heartbeat, or at once when the catalogue wakes it).
+    func fleetControl(_ control: CatalogueControl, _ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> JSONValue {
+        let text = try p.string(0, "gid").lowercased()
+        guard Download.ID.isGID(text) else { throw RPCError.method("No such download for GID#\(text)") }
+        let id = Download.ID(text)
+        switch try await catalogue.control(control, ids: [id])[id] ?? .notFound {
+        case .done, .asked:
+            return .string(id.rawValue)
+        case .unchanged(let state), .refused(let state):
+            throw RPCError.method("download \(id) is \(Aria2Status.status(state)): \(Self.refusal(control))")
+        case .notFound:
+            throw RPCError.method("No such download for GID#\(id)")
+        }
+    }
+
+    /// The words for a control a download's state does not allow (the same as a lone daemon's).
+    static func refusal(_ control: CatalogueControl) -> String {
+        switch control {
+        case .pause: return "only an active or waiting one can be paused"
+        case .resume: return "only a paused or failed one can be unpaused"
+        case .remove: return "there is nothing to remove"
+        }
+    }
+
+    func fleetControlAll(_ control: CatalogueControl, _ catalogue: any DownloadCatalogue, states: Set<Download.State>) async throws -> JSONValue {
+        let ids = try await allEntries(catalogue, states: states).map(\.id)
+        var start = 0
+        while start < ids.count {
+            let end = min(ids.count, start + Self.fleetPageSize)
+            _ = try await catalogue.control(control, ids: Array(ids[start..<end]))
+            start = end
+        }
+        return .string("OK")
+    }
+
+    /// The fleet's counts, and the speed of the nodes heard from within a minute.
+    func fleetStat(_ catalogue: any DownloadCatalogue) async throws -> JSONValue {
+        let counts = try await catalogue.counts()
+        let speed = try await catalogue.nodes().filter { $0.silentFor < 60 }.reduce(0) { $0 + $1.bytesPerSecond }
+        let count = { (states: Set<Download.State>) in states.reduce(0) { $0 + counts[$1, default: 0] } }
+        return .object([
+            "downloadSpeed": .decimal(Aria2Status.whole(speed)),
+            "uploadSpeed": .string("0"),
+            "numActive": .decimal(counts[.active, default: 0]),
+            "numWaiting": .decimal(count(Self.waitingStates)),
+            "numStopped": .decimal(count(Self.stoppedStates)),
+            "numStoppedTotal": .decimal(count(Self.stoppedStates)),
+        ])
+    }
+
+    /// `swoop.getNodes`: the fleet's daemons, as `swoop nodes` lists them (numbers as aria2 writes
+    /// them, decimal strings; times in seconds since 1970).
+    func fleetNodes(_ catalogue: any DownloadCatalogue) async throws -> JSONValue {
+        .array(
+            try await catalogue.nodes().map { node in
+                .object([
+                    "name": .string(node.name),
+                    "address": .string(node.address),
+                    "startedAt": .decimal(Int(node.startedAt.timeIntervalSince1970)),
+                    "lastHeartbeat": .decimal(Int(node.lastBeat.timeIntervalSince1970)),
+                    "silentFor": .decimal(Int(node.silentFor.rounded(.down))),
+                    "numActive": .decimal(node.activeDownloads),
+                    "downloadSpeed": .decimal(Aria2Status.whole(node.bytesPerSecond)),
+                ])
+            }
+        )
+    }
+}
