@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -15,8 +16,12 @@ public final class PostgresServer: Sendable {
     public let password: String
     /// The directory of the cluster (its data, socket and log).
     public let directory: String
-    public let pid: Int32
+    /// The server's process (a new one after ``start()``).
+    public var pid: Int32 { process.withLock { $0 } }
+    private let process: Mutex<Int32>
     let binaries: String
+    /// Whether it runs as the `postgres` user (the tests run as root).
+    let asPostgres: Bool
 
     /// The one server of this test process, started at its first use (off Swift's cooperative
     /// threads: a test waiting for a process must not hold one of the two this machine has).
@@ -31,12 +36,17 @@ public final class PostgresServer: Sendable {
         }
     }
 
-    private static let sharedServer: Result<PostgresServer, any Error> = {
-        Result {
-            let server = try PostgresServer()
-            atexit { try? PostgresServer.sharedServer.get().stop() }
-            return server
-        }
+    private static let sharedServer: Result<PostgresServer, any Error> = Result { try PostgresServer() }
+
+    /// A server of its own, for a test that stops and starts it (off the cooperative threads).
+    public static func makePrivate() async throws -> PostgresServer {
+        try await offThePool { try PostgresServer() }
+    }
+
+    /// Every server started by this process, stopped at its exit (one stopped already is skipped).
+    private static let started: Mutex<[PostgresServer]> = {
+        atexit { for server in PostgresServer.started.withLock({ $0 }) { server.stop() } }
+        return Mutex([])
     }()
 
     /// Makes a new cluster and starts it; throws with PostgreSQL's own words when it cannot.
@@ -60,34 +70,59 @@ public final class PostgresServer: Sendable {
             ["-D", directory + "/data", "-U", "swoop", "--pwfile", directory + "/pwfile", "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync"],
             asPostgres: owner != nil, log: directory + "/initdb.log"
         )
+        asPostgres = owner != nil
         var lastError = ""
         for _ in 0..<5 {
             // A free port: bound and let go, then PostgreSQL's (another process may take it between).
             let port = try TestPort(listening: false).port
-            let process = try Self.start(
-                binaries + "/postgres",
-                ["-D", directory + "/data", "-p", "\(port)", "-k", directory, "-c", "listen_addresses=127.0.0.1",
-                 "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200"],
-                asPostgres: owner != nil, log: directory + "/postgres.log"
-            )
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline, process.isRunning, !FileManager.default.fileExists(atPath: directory + "/.s.PGSQL.\(port)") {
-                usleep(20_000)
-            }
-            // Listening is not ready: until recovery ends it answers "the database system is starting up".
-            while Date() < deadline, process.isRunning, !Self.isReady(binaries: binaries, port: port, log: directory + "/pg_isready.log") {
-                usleep(50_000)
-            }
-            if process.isRunning, Self.isReady(binaries: binaries, port: port, log: directory + "/pg_isready.log") {
+            switch try Self.launch(binaries: binaries, directory: directory, port: port, asPostgres: owner != nil) {
+            case .success(let pid):
                 self.port = port
-                self.pid = process.processIdentifier
+                self.process = Mutex(pid)
+                Self.started.withLock { $0.append(self) }
                 return
+            case .failure(let error):
+                lastError = error.message
             }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            lastError = (try? String(contentsOfFile: directory + "/postgres.log", encoding: .utf8)) ?? ""
         }
-        throw TestServerError(code: .startFailed, message: "PostgreSQL did not start: \(lastError.suffix(2000))")
+        throw TestServerError(code: .startFailed, message: "PostgreSQL did not start: \(lastError)")
+    }
+
+    /// Starts the stopped server again, on the same port and data (a test of an outage).
+    public func start() async throws {
+        try await Self.offThePool { try self.startWaiting() }
+    }
+
+    func startWaiting() throws {
+        switch try Self.launch(binaries: binaries, directory: directory, port: port, asPostgres: asPostgres) {
+        case .success(let pid): process.withLock { $0 = pid }
+        case .failure(let error): throw TestServerError(code: .startFailed, message: "PostgreSQL did not start again: \(error.message)")
+        }
+    }
+
+    /// Starts `postgres` on `port` and waits until it answers; its PID, or its log when it did not.
+    static func launch(binaries: String, directory: String, port: Int, asPostgres: Bool) throws -> Result<Int32, TestServerError> {
+        let process = try Self.start(
+            binaries + "/postgres",
+            ["-D", directory + "/data", "-p", "\(port)", "-k", directory, "-c", "listen_addresses=127.0.0.1",
+             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200"],
+            asPostgres: asPostgres, log: directory + "/postgres.log"
+        )
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, process.isRunning, !FileManager.default.fileExists(atPath: directory + "/.s.PGSQL.\(port)") {
+            usleep(20_000)
+        }
+        // Listening is not ready: until recovery ends it answers "the database system is starting up".
+        while Date() < deadline, process.isRunning, !Self.isReady(binaries: binaries, port: port, log: directory + "/pg_isready.log") {
+            usleep(50_000)
+        }
+        if process.isRunning, Self.isReady(binaries: binaries, port: port, log: directory + "/pg_isready.log") {
+            return .success(process.processIdentifier)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let log = (try? String(contentsOfFile: directory + "/postgres.log", encoding: .utf8)) ?? ""
+        return .failure(TestServerError(code: .startFailed, message: String(log.suffix(2000))))
     }
 
     /// A `postgres://` URL for `database`, with the password in it.
@@ -126,11 +161,17 @@ public final class PostgresServer: Sendable {
 
     /// Stops the server (fast shutdown: SIGINT to its PID) and waits up to 30 s for it to go.
     public func stop() {
+        // Taken once: a stopped server's PID may be another process's by now.
+        let pid = process.withLock { pid in
+            defer { pid = 0 }
+            return pid
+        }
+        guard pid > 0 else { return }
         kill(pid, SIGINT)
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, kill(pid, 0) == 0 {
             var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { break }
+            if waitpid(pid, &status, WNOHANG) == pid { return }
             usleep(20_000)
         }
         kill(pid, SIGKILL)

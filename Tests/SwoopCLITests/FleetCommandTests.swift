@@ -20,9 +20,9 @@ struct FleetCommandTests {
         var url: String { "postgres://\(server.user)@127.0.0.1:\(server.port)/\(database)?sslmode=disable" }
         var environment: [String: String] { ["PGPASSWORD": server.password] }
 
-        init() async throws {
-            server = try await PostgresServer.shared()
-            database = try await server.makeDatabase("cli")
+        init(server: PostgresServer? = nil) async throws {
+            if let server { self.server = server } else { self.server = try await PostgresServer.shared() }
+            database = try await self.server.makeDatabase("cli")
         }
 
         func catalogue() throws -> PostgresCatalogue {
@@ -33,7 +33,8 @@ struct FleetCommandTests {
             try await SwoopBinary.run(arguments + ["--store", url], in: directory, environment: environment)
         }
 
-        /// A daemon of the fleet, in its own workspace; waits until it says it joined.
+        /// A daemon of the fleet, in its own workspace (a lease of 4 s and two downloads at once unless
+        /// `extra` says otherwise: the last value given counts); waits until it says it joined.
         func daemon(_ node: String, extra: [String] = []) async throws -> (running: SwoopBinary.Running, out: String) {
             let (root, out, state) = try SwoopBinary.workspace("swoop-fleet-\(node)")
             let running = try SwoopBinary.Running(

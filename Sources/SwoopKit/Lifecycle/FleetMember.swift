@@ -11,8 +11,9 @@ import ServiceLifecycle
 /// **Never two writers.** A claim this node lost (taken over after its lease ran out: the heartbeat
 /// says so) is paused here at once and forgotten; and when no heartbeat got through for longer than
 /// the lease less one heartbeat (the catalogue unreachable), every claimed download is paused here,
-/// since another node may now hold them. What could not be written to the catalogue (a claim's end)
-/// is written again at each heartbeat until it is, or until the catalogue refuses it.
+/// since another node may now hold them (and given back when the catalogue answers again). What
+/// could not be written to the catalogue (a claim's end) is written again at each heartbeat until it
+/// is, or until the catalogue refuses it.
 public actor FleetMember: Service {
     public struct Settings: Sendable {
         /// This node's name, unique in the fleet.
@@ -133,6 +134,10 @@ public actor FleetMember: Service {
         for (local, claim) in lost {
             logger.warning("no heartbeat reached the catalogue for the lease's length; stopping download \(claim.id) here")
             try? await manager.pause(local)
+            // Given back once the catalogue answers again, to run at once (here, from its part file,
+            // or elsewhere): a renewal still on its way would otherwise hold it for another lease.
+            // Refused, harmlessly, when another node took it over meanwhile.
+            ends.append(ClaimEnd(claim, .released))
         }
     }
 
