@@ -18,9 +18,10 @@ struct WebPageBrowserTests {
         return hasBrowser && hasSelenium
     }
 
-    static func run(_ script: String, _ arguments: [String] = []) async throws -> SwoopBinary.Result {
+    static func run(_ script: String, _ arguments: [String] = [], environment: [String: String] = [:]) async throws -> SwoopBinary.Result {
         try await SwoopBinary.run(
-            ["python3", "\(directory)/\(script)"] + arguments, in: NSTemporaryDirectory(), executable: "/usr/bin/env", timeout: .seconds(150)
+            ["python3", "\(directory)/\(script)"] + arguments, in: NSTemporaryDirectory(), executable: "/usr/bin/env",
+            timeout: .seconds(150), environment: environment
         )
     }
 
@@ -34,5 +35,14 @@ struct WebPageBrowserTests {
         let result = try await Self.run("page_test.py", ["--swoop", SwoopBinary.path])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stdoutLines.last == "PASS: the page in Chromium", "\(result.stdout)")
+    }
+
+    /// Two daemons of a fleet (issue 15): the first's page lists both nodes and drives downloads
+    /// wherever they run (`Tests/Web/fleet_page_test.py`).
+    @Test(.enabled(if: isAvailable)) func theFleetsPageListsItsNodesAndDrivesDownloadsWhereverTheyRun() async throws {
+        let fleet = try await FleetCommandTests.Fleet()
+        let result = try await Self.run("fleet_page_test.py", ["--swoop", SwoopBinary.path, "--store", fleet.url], environment: fleet.environment)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdoutLines.last == "PASS: the fleet's page in Chromium", "\(result.stdout)")
     }
 }

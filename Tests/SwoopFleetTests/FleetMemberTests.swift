@@ -97,12 +97,12 @@ struct FleetMemberTests {
     @Test(arguments: CatalogueKind.allCases)
     func threeNodesShareTheQueueAndFetchEachFileOnce(kind: CatalogueKind) async throws {
         let server = try await TestServer.start()
-        let bodies = serve(server, 30, size: 64 << 10, rate: 512 << 10)
+        let bodies = serve(server, 300, size: 16 << 10, rate: 256 << 10)
         let fleet = try await kind.makeFleet(4)
         let nodes = try (0..<3).map { try Node("node\($0)", catalogue: fleet[$0]) }
         let user = fleet[3]
         try await user.add(bodies.keys.sorted().map { CatalogueItem(urls: [server.url("/\($0)")]) })
-        let done = try await until { try await user.counts() == [.completed: 30] }
+        let done = try await until { try await user.counts() == [.completed: 300] }
         let counts = try await user.counts()
         let errors = Set(try await user.entries(in: [.failed], offset: 0, limit: 5).compactMap(\.error))
         for node in nodes { await node.stop() }

@@ -1,4 +1,4 @@
-import { bytes, duration, eta, percent, rate, sizeOption, stateWord } from "/ui/format.js";
+import { bytes, duration, eta, nodeCells, percent, rate, sizeOption, stateWord } from "/ui/format.js";
 import { equal, test } from "./harness.js";
 
 test("bytes: binary units, three significant digits", () => {
@@ -47,4 +47,11 @@ test("sizeOption writes sizes as aria2 does; stateWord names states one way", ()
   equal(sizeOption("0"), "0");
   equal([stateWord("error"), stateWord("failed"), stateWord("completed"), stateWord("complete"), stateWord("paused")],
     ["failed", "failed", "complete", "complete", "paused"]);
+});
+
+test("nodeCells: a fleet's node as its row", () => {
+  const node = { name: "lab-1", address: "10.0.0.2:6800", numActive: "3", downloadSpeed: "2097152", silentFor: "0" };
+  equal(nodeCells(node).join("|"), "lab-1|10.0.0.2:6800|3|2.00 MiB/s|now");
+  equal(nodeCells({ ...node, silentFor: "185", address: "" }).join("|"), "lab-1|—|3|2.00 MiB/s|3m 05s ago");
+  equal(nodeCells({ name: "x" }).join("|"), "x|—|0|0 B/s|—");
 });

@@ -205,6 +205,7 @@ def main():
             check(answer.read() == FILES["a.bin"], "the link serves a.bin byte-exact")
             check(answer.headers["Content-Disposition"].startswith("attachment;"), "as an attachment")
         driver.save_screenshot(os.path.join(args.artifacts, "1280-complete.png"))
+        check(not driver.find_element(By.ID, "nodes-panel").is_displayed(), "a daemon outside a fleet shows no nodes")
 
         add("slow.bin")
         wait("slow.bin is active and under way", lambda: state_of(driver, "slow.bin") == "active" and (progress_of(driver, "slow.bin") or 0) >= 5)

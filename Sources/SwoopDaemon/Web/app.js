@@ -1,7 +1,7 @@
 // The page: connects with the secret, shows the downloads and steers them. Its parts: format.js,
 // model.js and rpc.js (logic, tested on their own), listview.js (the rows), details.js (one
 // download); this file connects them to the daemon and to the controls.
-import { rate, sizeOption, stateWord } from "./format.js";
+import { nodeCells, rate, sizeOption, stateWord } from "./format.js";
 import { DownloadList, SpeedHistory, states } from "./model.js";
 import { RPCClient, RPCError, socketURL } from "./rpc.js";
 import { ListView } from "./listview.js";
@@ -190,7 +190,9 @@ async function pollActive() {
   if (!client || $("app").hidden || polling) return;
   polling = true;
   try {
-    const [active, global] = await client.multicall([["aria2.tellActive", keys], ["aria2.getGlobalStat"]]);
+    const [active, global, nodes] = await client.multicall([["aria2.tellActive", keys], ["aria2.getGlobalStat"], ["swoop.getNodes"]]);
+    // A daemon outside a fleet answers getNodes with an error: no panel.
+    renderNodes(nodes instanceof Error ? null : nodes);
     if (!(global instanceof Error)) {
       stat = global;
       speeds.add(global.downloadSpeed);
@@ -202,6 +204,22 @@ async function pollActive() {
   } finally {
     polling = false;
   }
+}
+
+/** The fleet's nodes (swoop.getNodes), or none outside a fleet. */
+function renderNodes(nodes) {
+  $("nodes-panel").hidden = !nodes;
+  if (!nodes) return;
+  const rows = nodes.map((node) => {
+    const row = document.createElement("tr");
+    for (const text of nodeCells(node)) {
+      const cell = document.createElement("td");
+      cell.textContent = text;
+      row.append(cell);
+    }
+    return row;
+  });
+  $("nodes-rows").replaceChildren(...rows);
 }
 
 function queueRender() {

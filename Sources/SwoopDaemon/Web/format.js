@@ -57,3 +57,13 @@ export function sizeOption(value) {
 export function stateWord(state) {
   return { error: "failed", completed: "complete" }[state] || state;
 }
+
+/**
+ * A node of a fleet (one answer of swoop.getNodes) as its row's cells: name, address, downloads
+ * running, speed, and when it was last heard from ("now" within a second).
+ */
+export function nodeCells(node) {
+  const silent = Number(node.silentFor);
+  const heard = !Number.isFinite(silent) || silent < 0 ? "—" : silent < 1 ? "now" : `${duration(silent)} ago`;
+  return [String(node.name ?? ""), String(node.address || "—"), String(Number(node.numActive) || 0), rate(node.downloadSpeed), heard];
+}

@@ -196,9 +196,11 @@ public actor FleetMember: Service {
         if let lastBeat, now - lastBeat < settings.heartbeat { return }
         var speed = 0.0
         for local in held.keys { speed += (try? await manager.download(id: local).bytesPerSecond) ?? 0 }
+        let sent = address
         do {
-            try await catalogue.beat(NodeBeat(name: settings.node, address: address, activeDownloads: held.count, bytesPerSecond: speed))
-            lastBeat = now
+            try await catalogue.beat(NodeBeat(name: settings.node, address: sent, activeDownloads: held.count, bytesPerSecond: speed))
+            // An address announced while this beat was on its way goes in the next one, at once.
+            if address == sent { lastBeat = now }
         } catch {
             logger.warning("cannot record this node's heartbeat: \(error)")
         }
