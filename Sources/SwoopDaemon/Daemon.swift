@@ -80,6 +80,7 @@ public final class Daemon: Sendable {
         if let fleet {
             // The schema first (made or migrated by the first daemon): an unreachable database stops the start here.
             try await fleet.catalogue.prepare()
+            try await FleetMember.join(catalogue: fleet.catalogue, settings: fleet.member, logger: logger)
         }
         let rpc = Aria2RPC(manager: manager, settings: .init(secret: options.secret, roots: options.roots, catalogue: fleet?.catalogue)) { _ in
             trigger.fire()

@@ -216,6 +216,12 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
         }
     }
 
+    public func leave(node: String) async throws {
+        try await withErrors("taking a node off the list of") { [self] in
+            try await client.query("DELETE FROM swoop_nodes WHERE name = \(node)", logger: logger)
+        }
+    }
+
     public func nodes() async throws -> [FleetNode] {
         try await withErrors("reading the nodes of") { [self] in
             var nodes: [FleetNode] = []

@@ -124,6 +124,12 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         }
     }
 
+    public func leave(node: String) async throws {
+        try await withErrors("taking a node off the list of") {
+            try await database.write { db in try db.execute(sql: "DELETE FROM catalogue_nodes WHERE name = ?", arguments: [node]) }
+        }
+    }
+
     public func nodes() async throws -> [FleetNode] {
         let now = self.now
         return try await withErrors("reading the nodes of") {

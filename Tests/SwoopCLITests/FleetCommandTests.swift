@@ -265,6 +265,33 @@ struct FleetCommandTests {
         #expect(counts == [.waiting: 5], "\(counts)")
     }
 
+    @Test func aSecondDaemonUnderOneNodeNameIsRefusedAndOneStoppedLeavesTheList() async throws {
+        let fleet = try await Fleet()
+        let (first, _) = try await fleet.daemon("twin")
+        let port = try Fleet.port(of: first)
+        let (root, out, state) = try SwoopBinary.workspace("swoop-fleet-twin")
+        let second = try await SwoopBinary.run(
+            ["daemon", "--listen", "127.0.0.1:0", "--state-dir", state, "-d", out, "--store", fleet.url, "--node", "twin", "--lease", "4"],
+            in: root, timeout: .seconds(30), environment: fleet.environment
+        )
+        #expect(second.status == 7, "in use, as for a download another process writes")
+        let line = second.stderrLines.last ?? ""
+        #expect(
+            line.hasPrefix("swoop: error: another daemon runs as node twin of this fleet (heard from ")
+                && line.hasSuffix(" s ago at 127.0.0.1:\(port)): give each daemon its own --node"),
+            "\(second.stderr)"
+        )
+        // Stopped by SIGTERM: off the list at once, and the same name joins again without waiting.
+        first.signal(SIGTERM)
+        _ = await first.wait(timeout: .seconds(30))
+        let workspace = try SwoopBinary.workspace("swoop-fleet-user").root
+        #expect(try await fleet.run(["nodes"], in: workspace).stdout == "no daemon has joined this fleet yet\n")
+        let (again, _) = try await fleet.daemon("twin")
+        again.signal(SIGTERM)
+        let result = await again.wait(timeout: .seconds(30))
+        #expect(result.status == 0 && !result.stderr.contains("waiting up to the lease"), "\(result.stderr)")
+    }
+
     @Test func anUnreachableStoreStopsTheDaemonWithOneLine() async throws {
         let closed = try TestPort(listening: false)
         let (root, out, state) = try SwoopBinary.workspace("swoop-fleet-down")

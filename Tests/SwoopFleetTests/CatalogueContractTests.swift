@@ -223,6 +223,10 @@ struct CatalogueContractTests {
             try await fleet[0].beat(NodeBeat(name: "alpha", address: "127.0.0.1:6800", activeDownloads: 0))
             let after = try await fleet[1].nodes()
             #expect(after[0].activeDownloads == 0 && after[0].startedAt == before[0].startedAt && after[0].lastBeat > before[0].lastBeat)
+            // A node that stops leaves the list; one that never beat leaves nothing to take off.
+            try await fleet[0].leave(node: "alpha")
+            try await fleet[0].leave(node: "nobody")
+            #expect(try await fleet[1].nodes().map(\.name) == ["beta"])
         }
     }
 

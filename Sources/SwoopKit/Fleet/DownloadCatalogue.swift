@@ -49,8 +49,11 @@ public protocol DownloadCatalogue: Sendable {
     /// Records a node's heartbeat.
     func beat(_ beat: NodeBeat) async throws
 
-    /// The nodes that ever beat, by name.
+    /// The nodes that beat and have not left, by name.
     func nodes() async throws -> [FleetNode]
+
+    /// Takes a node that stops off the list of nodes (its claims are given back first).
+    func leave(node: String) async throws
 
     /// A wake-up each time downloads are added or resumed, or a control is asked of a node, so that
     /// idle nodes need not poll; a catalogue that cannot tell yields on a timer. Ends with `close()`.

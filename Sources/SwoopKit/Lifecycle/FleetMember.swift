@@ -300,10 +300,44 @@ public actor FleetMember: Service {
     }
 
     /// Gives back every claim still held (the manager's shutdown interrupted their transfers), with
-    /// what was left unwritten.
+    /// what was left unwritten, and takes this node off the fleet's list.
     func giveBack() async {
         ends += held.values.map { ClaimEnd($0, .released) }
         held = [:]
         await settleEnded()
+        do {
+            try await catalogue.leave(node: settings.node)
+        } catch {
+            logger.warning("cannot take node \(settings.node) off the fleet's list: \(error)")
+        }
+    }
+
+    // MARK: - Joining
+
+    /// Checks that no other daemon runs as this node. A node of this name heard from within the
+    /// lease is waited for, up to a lease and a heartbeat, to go silent (this daemon's own earlier
+    /// run, killed: a service manager restarts it at once); one that keeps beating is another
+    /// daemon given the same `--node`, and refused: two daemons under one name would each renew and
+    /// end the other's claims.
+    public static func join(catalogue: any DownloadCatalogue, settings: Settings, logger: Logger) async throws {
+        let deadline = ContinuousClock.now + settings.lease + settings.heartbeat
+        var told = false
+        while true {
+            guard let twin = try await catalogue.nodes().first(where: { $0.name == settings.node }), twin.silentFor < settings.lease.seconds else {
+                return
+            }
+            if ContinuousClock.now >= deadline {
+                let address = twin.address.isEmpty ? "" : " at \(twin.address)"
+                throw SwoopError(
+                    .inUse,
+                    "another daemon runs as node \(settings.node) of this fleet (heard from \(Int(twin.silentFor)) s ago\(address)): give each daemon its own --node"
+                )
+            }
+            if !told {
+                logger.notice("node \(settings.node) was heard from \(Int(twin.silentFor)) s ago: waiting up to the lease for it to go silent")
+                told = true
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
     }
 }
