@@ -150,6 +150,26 @@ extension PostgresCatalogue {
         }
     }
 
+    public func split(_ claim: Claim, into parts: [CatalogueItem]) async throws -> Bool {
+        try await withErrors("splitting a download in") { [self] in
+            try await client.withTransaction(logger: logger) { connection in
+                let held = try await connection.query(
+                    """
+                    SELECT id FROM swoop_downloads
+                    WHERE id = \(claim.id.rawValue) AND node = \(claim.node) AND epoch = \(claim.epoch) AND state = 'active' FOR UPDATE
+                    """,
+                    logger: logger
+                )
+                var found = false
+                for try await _ in held.decode(String.self) { found = true }
+                guard found else { return false }
+                try await connection.query("DELETE FROM swoop_downloads WHERE parent = \(claim.id.rawValue)", logger: logger)
+                if !parts.isEmpty { try await insert(parts, connection) }
+                return true
+            }
+        }
+    }
+
     public func control(_ control: CatalogueControl, ids: [Download.ID]) async throws -> [Download.ID: ControlEffect] {
         guard !ids.isEmpty else { return [:] }
         let doing = control == .remove ? "removing" : control == .pause ? "pausing" : "resuming"
@@ -157,15 +177,20 @@ extension PostgresCatalogue {
             try await client.withTransaction(logger: logger) { connection in
                 var effects: [Download.ID: ControlEffect] = Dictionary(uniqueKeysWithValues: ids.map { ($0, ControlEffect.notFound) })
                 var changes: [(id: String, state: String, requested: String)] = []
+                // The downloads, and the parts of those that are split.
                 let rows = try await connection.query(
-                    "SELECT id, state, requested, node FROM swoop_downloads WHERE id = ANY(\(ids.map(\.rawValue))) FOR UPDATE",
+                    """
+                    SELECT id, state, requested, node, parent FROM swoop_downloads
+                    WHERE id = ANY(\(ids.map(\.rawValue))) OR parent = ANY(\(ids.map(\.rawValue))) ORDER BY id FOR UPDATE
+                    """,
                     logger: logger
                 )
-                for try await (id, state, requested, node) in rows.decode((String, String, String?, String?).self) {
+                for try await (id, state, requested, node, parent) in rows.decode((String, String, String?, String?, String?).self) {
                     let current = Download.State(rawValue: state) ?? .failed
+                    if parent != nil, !CatalogueRules.cascades(control, toPartIn: current) { continue }
                     let asked = requested.flatMap(CatalogueControl.init(rawValue:))
                     let change = CatalogueRules.apply(control, to: current, requested: asked, node: node)
-                    effects[Download.ID(id)] = change.effect
+                    if parent == nil || effects[Download.ID(id)] != nil { effects[Download.ID(id)] = change.effect }
                     if change.state != current || change.requested != asked {
                         changes.append((id, change.state.rawValue, change.requested?.rawValue ?? ""))
                     }

@@ -148,23 +148,28 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
 
     public func add(_ items: [CatalogueItem]) async throws {
         guard !items.isEmpty else { return }
-        let urls = try items.map { String(decoding: try JSONEncoder().encode($0.urls), as: UTF8.self) }
         try await withErrors("adding downloads to") { [self] in
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query(
-                    """
-                    INSERT INTO swoop_downloads (id, urls, host, options, priority, state)
-                    SELECT p.id, ARRAY(SELECT jsonb_array_elements_text(p.urls::jsonb)), p.host, p.options, p.priority, p.state
-                    FROM unnest(\(items.map(\.id.rawValue)), \(urls), \(items.map(\.host)), \(items.map(\.options)),
-                                \(items.map(\.priority)), \(items.map { $0.paused ? "paused" : "waiting" }))
-                         WITH ORDINALITY AS p(id, urls, host, options, priority, state, n)
-                    ORDER BY p.n
-                    """,
-                    logger: logger
-                )
-                if items.contains(where: { !$0.paused }) { try await notify(connection) }
-            }
+            try await client.withTransaction(logger: logger) { connection in try await insert(items, connection) }
         }
+    }
+
+    /// Inserts `items` in their order, and wakes idle nodes when any is to run.
+    func insert(_ items: [CatalogueItem], _ connection: PostgresConnection) async throws {
+        let urls = try items.map { String(decoding: try JSONEncoder().encode($0.urls), as: UTF8.self) }
+        try await connection.query(
+            """
+            INSERT INTO swoop_downloads (id, urls, host, options, priority, state, parent, part)
+            SELECT p.id, ARRAY(SELECT jsonb_array_elements_text(p.urls::jsonb)), p.host, p.options, p.priority, p.state,
+                   nullif(p.parent, ''), nullif(p.part, '')
+            FROM unnest(\(items.map(\.id.rawValue)), \(urls), \(items.map(\.host)), \(items.map(\.options)),
+                        \(items.map(\.priority)), \(items.map { $0.paused ? "paused" : "waiting" }),
+                        \(items.map { $0.parent?.rawValue ?? "" }), \(items.map { $0.part?.json ?? "" }))
+                 WITH ORDINALITY AS p(id, urls, host, options, priority, state, parent, part, n)
+            ORDER BY p.n
+            """,
+            logger: logger
+        )
+        if items.contains(where: { !$0.paused }) { try await notify(connection) }
     }
 
     public func entries(ids: [Download.ID]) async throws -> [CatalogueEntry] {
@@ -181,17 +186,23 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
             let names = (states ?? Set(Download.State.allCases)).map(\.rawValue).sorted()
             return try await read(
                 """
-                SELECT \(unescaped: PostgresSchema.columns) FROM swoop_downloads WHERE state = ANY(\(names))
+                SELECT \(unescaped: PostgresSchema.columns) FROM swoop_downloads WHERE state = ANY(\(names)) AND parent IS NULL
                 ORDER BY priority DESC, position LIMIT \(max(0, limit)) OFFSET \(max(0, offset))
                 """
             )
         }
     }
 
+    public func parts(of id: Download.ID) async throws -> [CatalogueEntry] {
+        try await withErrors("reading") { [self] in
+            try await read("SELECT \(unescaped: PostgresSchema.columns) FROM swoop_downloads WHERE parent = \(id.rawValue) ORDER BY position")
+        }
+    }
+
     public func counts() async throws -> [Download.State: Int] {
         try await withErrors("counting") { [self] in
             var counts: [Download.State: Int] = [:]
-            let rows = try await client.query("SELECT state, count(*) FROM swoop_downloads GROUP BY state", logger: logger)
+            let rows = try await client.query("SELECT state, count(*) FROM swoop_downloads WHERE parent IS NULL GROUP BY state", logger: logger)
             for try await (state, count) in rows.decode((String, Int).self) {
                 if let state = Download.State(rawValue: state) { counts[state] = count }
             }

@@ -51,7 +51,12 @@ enum PostgresSchema {
                 speed double precision NOT NULL DEFAULT 0
             )
             """,
-        ]
+        ],
+        // Parts of downloads split across nodes (a shared download directory).
+        [
+            "ALTER TABLE swoop_downloads ADD COLUMN parent text, ADD COLUMN part text",
+            "CREATE INDEX swoop_downloads_parts ON swoop_downloads (parent, position) WHERE parent IS NOT NULL",
+        ],
     ]
 
     /// The latest version.
@@ -59,18 +64,21 @@ enum PostgresSchema {
 
     /// The columns an entry is read from, in ``entry(_:)``'s order.
     static let columns = """
-        id, urls, options, priority, state, node, epoch, requested, total_bytes, completed_bytes, speed, file_name, error, created_at, updated_at
+        id, urls, options, priority, state, node, epoch, requested, total_bytes, completed_bytes, speed, file_name, error, created_at, updated_at,
+        parent, part
         """
 
     /// An entry from a row of ``columns``.
     static func entry(_ row: PostgresRow) throws -> CatalogueEntry {
-        let (id, urls, options, priority, state, node, epoch, requested, total, completed, speed, fileName, error, created, updated) = try row.decode(
-            (String, [String], String, Int, String, String?, Int, String?, Int?, Int, Double, String?, String?, Date, Date).self
-        )
+        let (id, urls, options, priority, state, node, epoch, requested, total, completed, speed, fileName, error, created, updated, parent, part) =
+            try row.decode(
+                (String, [String], String, Int, String, String?, Int, String?, Int?, Int, Double, String?, String?, Date, Date, String?, String?).self
+            )
         return CatalogueEntry(
             id: Download.ID(id), urls: urls, options: options, priority: priority, state: Download.State(rawValue: state) ?? .failed,
             node: node, epoch: epoch, requested: requested.flatMap(CatalogueControl.init(rawValue:)), totalBytes: total,
-            completedBytes: completed, bytesPerSecond: speed, fileName: fileName, error: error, createdAt: created, updatedAt: updated
+            completedBytes: completed, bytesPerSecond: speed, fileName: fileName, error: error, createdAt: created, updatedAt: updated,
+            parent: parent.map(Download.ID.init), part: CataloguePart(json: part)
         )
     }
 }

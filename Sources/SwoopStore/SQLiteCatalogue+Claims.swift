@@ -122,22 +122,45 @@ extension SQLiteCatalogue {
         return states.map { $0 != nil }
     }
 
+    public func split(_ claim: Claim, into parts: [CatalogueItem]) async throws -> Bool {
+        let now = self.now
+        let held = try await withErrors("splitting a download in") {
+            try await database.write { db in
+                let held = try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM catalogue_downloads WHERE id = ? AND node = ? AND epoch = ? AND state = 'active'",
+                    arguments: [claim.id.rawValue, claim.node, claim.epoch]
+                ) ?? false
+                guard held else { return false }
+                try db.execute(sql: "DELETE FROM catalogue_downloads WHERE parent = ?", arguments: [claim.id.rawValue])
+                try Self.insert(parts, db, now: now)
+                return true
+            }
+        }
+        if held, !parts.isEmpty { wake() }
+        return held
+    }
+
     public func control(_ control: CatalogueControl, ids: [Download.ID]) async throws -> [Download.ID: ControlEffect] {
         guard !ids.isEmpty else { return [:] }
         let now = self.now
         let effects = try await withErrors("changing downloads in") {
             try await database.write { db in
                 var effects: [Download.ID: ControlEffect] = Dictionary(uniqueKeysWithValues: ids.map { ($0, ControlEffect.notFound) })
+                // The downloads, and the parts of those that are split.
+                let marks = Self.placeholders(ids.count)
                 let rows = try GRDB.Row.fetchAll(
-                    db, sql: "SELECT id, state, requested, node FROM catalogue_downloads WHERE id IN (\(Self.placeholders(ids.count)))",
-                    arguments: StatementArguments(ids.map(\.rawValue))
+                    db, sql: "SELECT id, state, requested, node, parent FROM catalogue_downloads WHERE id IN (\(marks)) OR parent IN (\(marks))",
+                    arguments: StatementArguments(ids.map(\.rawValue) + ids.map(\.rawValue))
                 )
                 for row in rows {
                     let current = Download.State(rawValue: row[1]) ?? .failed
+                    let parent: String? = row[4]
+                    if parent != nil, !CatalogueRules.cascades(control, toPartIn: current) { continue }
                     let requested: String? = row[2]
                     let asked = requested.flatMap(CatalogueControl.init(rawValue:))
                     let change = CatalogueRules.apply(control, to: current, requested: asked, node: row[3])
-                    effects[Download.ID(row[0])] = change.effect
+                    let id = Download.ID(row[0])
+                    if parent == nil || effects[id] != nil { effects[id] = change.effect }
                     guard change.state != current || change.requested != asked else { continue }
                     try db.execute(
                         sql: """

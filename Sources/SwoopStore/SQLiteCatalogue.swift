@@ -48,29 +48,51 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
                     """
             )
         }
+        // Parts of downloads split across nodes (a shared download directory).
+        migrator.registerMigration("catalogue-v2") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE catalogue_downloads ADD COLUMN parent TEXT;
+                    ALTER TABLE catalogue_downloads ADD COLUMN part TEXT;
+                    CREATE INDEX catalogue_parts ON catalogue_downloads (parent, position) WHERE parent IS NOT NULL;
+                    """
+            )
+        }
         try await withErrors("preparing") { try migrator.migrate(database) }
     }
 
     public func add(_ items: [CatalogueItem]) async throws {
         guard !items.isEmpty else { return }
         let now = self.now
-        let urls = try items.map { String(decoding: try JSONEncoder().encode($0.urls), as: UTF8.self) }
         try await withErrors("adding downloads to") {
-            try await database.write { db in
-                var position = try Int.fetchOne(db, sql: "SELECT coalesce(max(position), 0) FROM catalogue_downloads") ?? 0
-                for (item, urls) in zip(items, urls) {
-                    position += 1
-                    try db.execute(
-                        sql: """
-                            INSERT INTO catalogue_downloads (id, position, priority, urls, host, options, state, created_at, updated_at)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                            """,
-                        arguments: [item.id.rawValue, position, item.priority, urls, item.host, item.options, item.paused ? "paused" : "waiting", now, now]
-                    )
-                }
-            }
+            try await database.write { db in try Self.insert(items, db, now: now) }
         }
         if items.contains(where: { !$0.paused }) { wake() }
+    }
+
+    /// Inserts `items` at the end of the queue, in their order.
+    static func insert(_ items: [CatalogueItem], _ db: Database, now: Double) throws {
+        var position = try Int.fetchOne(db, sql: "SELECT coalesce(max(position), 0) FROM catalogue_downloads") ?? 0
+        for item in items {
+            position += 1
+            let urls = String(decoding: try JSONEncoder().encode(item.urls), as: UTF8.self)
+            try db.execute(
+                sql: """
+                    INSERT INTO catalogue_downloads (id, position, priority, urls, host, options, state, created_at, updated_at, parent, part)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    item.id.rawValue, position, item.priority, urls, item.host, item.options, item.paused ? "paused" : "waiting", now, now,
+                    item.parent?.rawValue, item.part?.json,
+                ]
+            )
+        }
+    }
+
+    public func parts(of id: Download.ID) async throws -> [CatalogueEntry] {
+        try await withErrors("reading") {
+            try await database.read { db in try Self.entries(db, where: "parent = ? ORDER BY position", arguments: [id.rawValue]) }
+        }
     }
 
     public func entries(ids: [Download.ID]) async throws -> [CatalogueEntry] {
@@ -88,7 +110,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         return try await withErrors("reading") {
             try await database.read { db in
                 try Self.entries(
-                    db, where: "state IN (\(Self.placeholders(names.count))) ORDER BY priority DESC, position LIMIT ? OFFSET ?",
+                    db, where: "state IN (\(Self.placeholders(names.count))) AND parent IS NULL ORDER BY priority DESC, position LIMIT ? OFFSET ?",
                     arguments: StatementArguments(names) + [max(0, limit), max(0, offset)]
                 )
             }
@@ -99,7 +121,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         try await withErrors("counting") {
             try await database.read { db in
                 var counts: [Download.State: Int] = [:]
-                for row in try GRDB.Row.fetchAll(db, sql: "SELECT state, count(*) FROM catalogue_downloads GROUP BY state") {
+                for row in try GRDB.Row.fetchAll(db, sql: "SELECT state, count(*) FROM catalogue_downloads WHERE parent IS NULL GROUP BY state") {
                     if let state = Download.State(rawValue: row[0]) { counts[state] = row[1] }
                 }
                 return counts
@@ -190,7 +212,8 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
     }
 
     static let columns = """
-        id, urls, options, priority, state, node, epoch, requested, total_bytes, completed_bytes, speed, file_name, error, created_at, updated_at
+        id, urls, options, priority, state, node, epoch, requested, total_bytes, completed_bytes, speed, file_name, error, created_at, updated_at,
+        parent, part
         """
 
     static func entries(_ db: Database, where condition: String, arguments: StatementArguments) throws -> [CatalogueEntry] {
@@ -205,7 +228,8 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
             state: Download.State(rawValue: row["state"]) ?? .failed, node: row["node"], epoch: row["epoch"],
             requested: requested.flatMap(CatalogueControl.init(rawValue:)), totalBytes: row["total_bytes"],
             completedBytes: row["completed_bytes"], bytesPerSecond: row["speed"], fileName: row["file_name"], error: row["error"],
-            createdAt: Date(timeIntervalSince1970: row["created_at"]), updatedAt: Date(timeIntervalSince1970: row["updated_at"])
+            createdAt: Date(timeIntervalSince1970: row["created_at"]), updatedAt: Date(timeIntervalSince1970: row["updated_at"]),
+            parent: (row["parent"] as String?).map(Download.ID.init), part: CataloguePart(json: row["part"])
         )
     }
 

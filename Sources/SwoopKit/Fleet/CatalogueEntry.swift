@@ -15,13 +15,22 @@ public struct CatalogueItem: Sendable, Hashable {
     public var priority: Int
     /// Added paused (aria2's `pause=true`): kept in its place and not claimed until resumed.
     public var paused: Bool
+    /// For a part of a split download (``DownloadCatalogue/split(_:into:)``): that download, and
+    /// the part's range. Parts are claimed as downloads are, and left out of lists and counts.
+    public var parent: Download.ID?
+    public var part: CataloguePart?
 
-    public init(id: Download.ID = .make(), urls: [String], options: String = "{}", priority: Int = 0, paused: Bool = false) {
+    public init(
+        id: Download.ID = .make(), urls: [String], options: String = "{}", priority: Int = 0, paused: Bool = false,
+        parent: Download.ID? = nil, part: CataloguePart? = nil
+    ) {
         self.id = id
         self.urls = urls
         self.options = options
         self.priority = priority
         self.paused = paused
+        self.parent = parent
+        self.part = part
     }
 
     /// The lower-cased host of the first URL: the unit per-host limits count across the fleet.
@@ -57,12 +66,18 @@ public struct CatalogueEntry: Sendable, Hashable {
     public var error: String?
     public var createdAt: Date
     public var updatedAt: Date
+    /// For a part of a split download: that download, and the part's range.
+    public var parent: Download.ID?
+    public var part: CataloguePart?
 
     public init(
         id: Download.ID, urls: [String], options: String, priority: Int, state: Download.State, node: String? = nil,
         epoch: Int = 0, requested: CatalogueControl? = nil, totalBytes: Int? = nil, completedBytes: Int = 0,
-        bytesPerSecond: Double = 0, fileName: String? = nil, error: String? = nil, createdAt: Date, updatedAt: Date
+        bytesPerSecond: Double = 0, fileName: String? = nil, error: String? = nil, createdAt: Date, updatedAt: Date,
+        parent: Download.ID? = nil, part: CataloguePart? = nil
     ) {
+        self.parent = parent
+        self.part = part
         self.id = id
         self.urls = urls
         self.options = options

@@ -50,6 +50,17 @@ public enum CatalogueRules {
         }
     }
 
+    /// Whether a control asked of a split download also applies to its part in `state` (by
+    /// ``apply(_:to:requested:node:)``). A resume takes back only paused parts: a failed or removed
+    /// one stays, and the download is split anew when it next runs.
+    public static func cascades(_ control: CatalogueControl, toPartIn state: Download.State) -> Bool {
+        control != .resume || state == .paused
+    }
+
+    /// The priority of a split download's parts: above every download, so that a file being
+    /// fetched by the fleet is finished before others start.
+    public static let partPriority = Int(Int32.max)
+
     /// The state a claim's end leaves. A node that gives a claim back (`released`) while a pause or
     /// a remove was asked of it leaves the download paused or removed: what was asked still holds.
     public static func settled(_ outcome: ClaimOutcome, requested: CatalogueControl?) -> Download.State {

@@ -29,6 +29,16 @@ public protocol DownloadCatalogue: Sendable {
     /// How many entries there are in each state (a state with none is left out).
     func counts() async throws -> [Download.State: Int]
 
+    /// The parts of a split download, first byte first (none for one that is not split).
+    func parts(of id: Download.ID) async throws -> [CatalogueEntry]
+
+    /// Splits a claimed download into parts that any node may claim (a shared download directory):
+    /// its earlier parts, if any, are replaced by `parts` (waiting, with ``CatalogueRules/partPriority``).
+    /// Lists and counts leave parts out; a control asked of the download applies to its parts too
+    /// (``CatalogueRules/cascades(_:toPartIn:)``). Returns `false`, writing nothing, when the claim
+    /// is no longer held.
+    func split(_ claim: Claim, into parts: [CatalogueItem]) async throws -> Bool
+
     /// Claims waiting downloads for `request.node`, first in queue order, under the fleet's limits
     /// (``CatalogueRules/choose(_:active:perHost:for:)``). Two nodes never hold one download.
     func claim(_ request: ClaimRequest) async throws -> [Claim]

@@ -1,0 +1,99 @@
+import Foundation
+import SwoopKit
+import Testing
+
+/// The catalogue's side of a download split across nodes (a shared download directory), on both
+/// catalogues: parts are claimed by any node before other downloads, stay out of lists and counts,
+/// are replaced only under the download's claim, and follow what is asked of the download.
+@Suite("Fleet catalogue contract: split downloads (SQLite and PostgreSQL)")
+struct CataloguePartsTests {
+    /// `count` parts of 100 bytes each of `parent`'s file.
+    static func parts(of parent: CatalogueEntry, _ count: Int) -> [CatalogueItem] {
+        (0..<count).map { index in
+            let part = CataloguePart(
+                path: "/shared/f.bin.swoop", fileName: "f.bin", start: index * 100, end: index * 100 + 99, length: count * 100,
+                etag: "\"v1\"", lastModified: nil
+            )
+            return CatalogueItem(urls: parent.urls, options: parent.options, priority: CatalogueRules.partPriority, parent: parent.id, part: part)
+        }
+    }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func partsAreClaimedFirstByAnyNodeAndLeftOutOfLists(kind: CatalogueKind) async throws {
+        try await withFleet(kind, nodes: 2) { fleet in
+            let (owner, helper) = (fleet[0], fleet[1])
+            let added = items(2)
+            try await owner.add(added)
+            let download = try #require(try await owner.claim(ClaimRequest(node: "owner", count: 1, lease: longLease)).first)
+            #expect(download.id == added[0].id)
+            let split = Self.parts(of: download.entry, 3)
+            #expect(try await owner.split(download, into: split))
+
+            #expect(try await helper.entries(in: nil, offset: 0, limit: 10).map(\.id) == added.map(\.id))
+            #expect(try await helper.counts() == [.active: 1, .waiting: 1])
+            let parts = try await helper.parts(of: download.id)
+            #expect(parts.map(\.id) == split.map(\.id))
+            #expect(parts.allSatisfy { $0.parent == download.id && $0.state == .waiting })
+            #expect(parts.map(\.part) == split.map(\.part))
+            #expect(try await helper.parts(of: added[1].id).isEmpty)
+
+            // Before the other download, whoever claims.
+            let claimed = try await helper.claim(ClaimRequest(node: "helper", count: 2, lease: longLease))
+            #expect(claimed.map(\.id) == Array(split.prefix(2).map(\.id)))
+            #expect(claimed.allSatisfy { $0.entry.part != nil && $0.entry.parent == download.id })
+
+            // Only the download's holder may split it: a stale claim writes nothing.
+            var stale = download
+            stale.epoch -= 1
+            #expect(try await helper.split(stale, into: Self.parts(of: download.entry, 1)) == false)
+            #expect(try await owner.parts(of: download.id).map(\.id) == split.map(\.id))
+
+            // Split again (the earlier split failed, say): the parts are replaced.
+            let again = Self.parts(of: download.entry, 2)
+            #expect(try await owner.split(download, into: again))
+            #expect(try await owner.parts(of: download.id).map(\.id) == again.map(\.id))
+        }
+    }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func whatIsAskedOfASplitDownloadReachesItsParts(kind: CatalogueKind) async throws {
+        try await withFleet(kind, nodes: 2) { fleet in
+            let (owner, helper) = (fleet[0], fleet[1])
+            try await owner.add(items(1))
+            let download = try #require(try await owner.claim(ClaimRequest(node: "owner", count: 1, lease: longLease)).first)
+            let split = Self.parts(of: download.entry, 3)
+            #expect(try await owner.split(download, into: split))
+            let running = try await helper.claim(ClaimRequest(node: "helper", count: 1, lease: longLease))
+            #expect(running.map(\.id) == [split[0].id])
+            func states() async throws -> [Download.State] { try await owner.parts(of: download.id).map(\.state) }
+
+            // Paused: the waiting parts at once, the running one asked of its node; the effect is the download's.
+            let paused = try await helper.control(.pause, ids: [download.id])
+            #expect(paused == [download.id: .asked(node: "owner")])
+            #expect(try await states() == [.active, .paused, .paused])
+            let renewal = try await helper.renew(node: "helper", lease: longLease, progress: [ClaimProgress(id: split[0].id, epoch: 1, completedBytes: 40)])
+            #expect(renewal.requested == [split[0].id: .pause])
+            #expect(try await helper.settle(running[0], as: .paused))
+            #expect(try await owner.settle(download, as: .paused))
+            #expect(try await states() == [.paused, .paused, .paused])
+            #expect(try await owner.parts(of: download.id).first?.completedBytes == 40, "what its node flushed is kept")
+
+            // Resumed: the paused parts wait again, keeping their progress.
+            #expect(try await helper.control(.resume, ids: [download.id]) == [download.id: .done(.waiting)])
+            #expect(try await states() == [.waiting, .waiting, .waiting])
+
+            // A failed part stays failed through a resume (the download is split anew when it runs).
+            let owner2 = try #require(try await owner.claim(ClaimRequest(node: "owner", count: 1, lease: longLease)).first)
+            #expect(owner2.id == split[0].id, "parts first")
+            #expect(try await owner.settle(owner2, as: .failed("the file changed")))
+            _ = try await helper.control(.pause, ids: [download.id])
+            _ = try await helper.control(.resume, ids: [download.id])
+            #expect(try await states() == [.failed, .waiting, .waiting])
+
+            // Removed: every part that is not.
+            #expect(try await helper.control(.remove, ids: [download.id]) == [download.id: .done(.removed)])
+            #expect(try await states() == [.removed, .removed, .removed])
+            #expect(try await owner.counts() == [.removed: 1])
+        }
+    }
+}
