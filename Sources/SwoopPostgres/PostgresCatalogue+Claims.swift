@@ -55,7 +55,7 @@ extension PostgresCatalogue {
                     let rows = try await connection.query(
                         """
                         SELECT id, host, priority, position FROM swoop_downloads
-                        WHERE \(unescaped: condition) AND host <> ALL(\(full))
+                        WHERE \(unescaped: condition) AND host <> ALL(\(full)) \(unescaped: request.takesParts ? "" : "AND parent IS NULL")
                         ORDER BY priority DESC, position LIMIT \(window) FOR UPDATE SKIP LOCKED
                         """,
                         logger: logger

@@ -36,6 +36,7 @@ extension SQLiteCatalogue {
                     sql: """
                         SELECT id, host FROM catalogue_downloads
                         WHERE (state = 'waiting' OR (state = 'active' AND lease_until < ? AND requested IS NULL)) \(skipping)
+                            \(request.takesParts ? "" : "AND parent IS NULL")
                         ORDER BY priority DESC, position LIMIT ?
                         """,
                     arguments: [now] + StatementArguments(full) + [window]

@@ -38,7 +38,7 @@ struct CataloguePartsTests {
             #expect(try await helper.parts(of: added[1].id).isEmpty)
 
             // Before the other download, whoever claims.
-            let claimed = try await helper.claim(ClaimRequest(node: "helper", count: 2, lease: longLease))
+            let claimed = try await helper.claim(ClaimRequest(node: "helper", count: 2, lease: longLease, takesParts: true))
             #expect(claimed.map(\.id) == Array(split.prefix(2).map(\.id)))
             #expect(claimed.allSatisfy { $0.entry.part != nil && $0.entry.parent == download.id })
 
@@ -63,7 +63,7 @@ struct CataloguePartsTests {
             let download = try #require(try await owner.claim(ClaimRequest(node: "owner", count: 1, lease: longLease)).first)
             let split = Self.parts(of: download.entry, 3)
             #expect(try await owner.split(download, into: split))
-            let running = try await helper.claim(ClaimRequest(node: "helper", count: 1, lease: longLease))
+            let running = try await helper.claim(ClaimRequest(node: "helper", count: 1, lease: longLease, takesParts: true))
             #expect(running.map(\.id) == [split[0].id])
             func states() async throws -> [Download.State] { try await owner.parts(of: download.id).map(\.state) }
 
@@ -83,7 +83,11 @@ struct CataloguePartsTests {
             #expect(try await states() == [.waiting, .waiting, .waiting])
 
             // A failed part stays failed through a resume (the download is split anew when it runs).
-            let owner2 = try #require(try await owner.claim(ClaimRequest(node: "owner", count: 1, lease: longLease)).first)
+            // A node that does not take parts gets the download itself (to split it, or run it whole).
+            let whole = try await owner.claim(ClaimRequest(node: "whole", count: 1, lease: longLease))
+            #expect(whole.map(\.id) == [download.id])
+            #expect(try await owner.settle(try #require(whole.first), as: .released))
+            let owner2 = try #require(try await owner.claim(ClaimRequest(node: "owner", count: 1, lease: longLease, takesParts: true)).first)
             #expect(owner2.id == split[0].id, "parts first")
             #expect(try await owner.settle(owner2, as: .failed("the file changed")))
             _ = try await helper.control(.pause, ids: [download.id])

@@ -21,11 +21,16 @@ struct FleetMemberTests {
 
         /// Leases of 10 s: a loaded machine can stall a node for seconds, and a lease that ran out
         /// is taken over (the download then runs twice, once on each node).
-        init(_ name: String, catalogue: any DownloadCatalogue, maxActive: Int = 4, lease: Duration = .seconds(10)) throws {
+        /// With `shared`, every node writes into that one directory and splits files of two
+        /// `partSize`s or more across the fleet.
+        init(
+            _ name: String, catalogue: any DownloadCatalogue, maxActive: Int = 4, lease: Duration = .seconds(10), shared: String? = nil,
+            partSize: Int = 64 << 20, partFlushBytes: Int = 8 << 20
+        ) throws {
             self.name = name
             self.catalogue = catalogue
             let base = try makeTemporaryDirectory("swoop-node-\(name)")
-            directory = base + "/files"
+            directory = shared ?? base + "/files"
             var configuration = Configuration()
             configuration.lockDirectory = base + "/locks"
             for folder in ["/locks", "/files"] { try FileManager.default.createDirectory(atPath: base + folder, withIntermediateDirectories: true) }
@@ -37,6 +42,8 @@ struct FleetMemberTests {
             var settings = FleetMember.Settings(node: name, address: "127.0.0.1:0", maxActive: maxActive)
             settings.lease = lease
             settings.heartbeat = .milliseconds(200)
+            settings.sharedDirectory = shared
+            (settings.partSize, settings.partFlushBytes) = (partSize, partFlushBytes)
             let directory = self.directory
             let member = FleetMember(manager: manager, catalogue: catalogue, settings: settings, logger: Logger(label: "test.\(name)")) { entry in
                 var request = try DownloadRequest(url: entry.urls[0], directory: directory)

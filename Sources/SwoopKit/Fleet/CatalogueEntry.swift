@@ -124,13 +124,17 @@ public struct ClaimRequest: Sendable, Hashable {
     public var maxActive: Int?
     /// At most this many downloads of one host active in the whole fleet (`nil`: no limit).
     public var maxPerHost: Int?
+    /// Whether parts of split downloads may be claimed (a node writing into the fleet's shared
+    /// directory); else only whole downloads.
+    public var takesParts: Bool
 
-    public init(node: String, count: Int, lease: Duration, maxActive: Int? = nil, maxPerHost: Int? = nil) {
+    public init(node: String, count: Int, lease: Duration, maxActive: Int? = nil, maxPerHost: Int? = nil, takesParts: Bool = false) {
         self.node = node
         self.count = count
         self.lease = lease
         self.maxActive = maxActive
         self.maxPerHost = maxPerHost
+        self.takesParts = takesParts
     }
 }
 

@@ -29,6 +29,15 @@ public actor FleetMember: Service {
         public var lease: Duration = .seconds(15)
         /// How often the heartbeat renews the leases (and claims, when nothing wakes this node sooner).
         public var heartbeat: Duration = .seconds(5)
+        /// The download directory every node of the fleet shares (the same path on each), or `nil`
+        /// when each writes into its own. Shared, a file of at least two ``partSize``s is split
+        /// into parts that any node fetches (``FleetMember`` `+Shared`).
+        public var sharedDirectory: String?
+        /// The size of a split file's parts.
+        public var partSize = 64 << 20
+        /// How much of a part is written between flushes: at most this much (and what arrived since
+        /// the last heartbeat) is fetched again when another node takes the part over.
+        public var partFlushBytes = 8 << 20
 
         public init(node: String, address: String = "", maxActive: Int, fleetMaxActive: Int? = nil, fleetMaxPerHost: Int? = nil) {
             self.node = node
@@ -50,6 +59,10 @@ public actor FleetMember: Service {
     let logger: Logger
     /// The claims this node holds, by the manager's id of their download.
     var held: [Download.ID: Claim] = [:]
+    /// The parts of split downloads this node fetches, by their catalogue id.
+    var parts: [Download.ID: PartRun] = [:]
+    /// The split downloads this node claimed and watches until their parts are done.
+    var supervised: [Download.ID: Claim] = [:]
     /// Claims ended here and not yet written to the catalogue: written together at the next sync
     /// (kept, when the catalogue is unreachable, until it is back).
     var ends: [ClaimEnd] = []
@@ -81,7 +94,7 @@ public actor FleetMember: Service {
     }
 
     /// The catalogue ids of the downloads this node runs now.
-    public var claimed: Set<Download.ID> { Set(held.values.map(\.id)) }
+    public var claimed: Set<Download.ID> { Set(held.values.map(\.id)).union(parts.keys).union(supervised.keys) }
 
     /// Claims, runs and renews until a graceful shutdown (or cancellation), then gives back every
     /// claim it still holds, for other nodes to take at once.
@@ -128,7 +141,14 @@ public actor FleetMember: Service {
     /// When no renewal got through for the lease less one heartbeat, another node may hold these
     /// downloads now (or soon): they are paused here at once and forgotten.
     func stopWritingIfLeaseRanOut() async {
-        guard !held.isEmpty, ContinuousClock.now - lastRenewal >= settings.lease - settings.heartbeat else { return }
+        guard !held.isEmpty || !parts.isEmpty || !supervised.isEmpty, ContinuousClock.now - lastRenewal >= settings.lease - settings.heartbeat
+        else { return }
+        for id in parts.keys {
+            logger.warning("no heartbeat reached the catalogue for the lease's length; stopping part \(id) here")
+            stopPart(id, as: .released)
+        }
+        ends += supervised.values.map { ClaimEnd($0, .released) }
+        supervised = [:]
         let lost = held
         held = [:]
         for (local, claim) in lost {
@@ -155,11 +175,11 @@ public actor FleetMember: Service {
 
     func renew() async {
         let now = ContinuousClock.now
-        guard !held.isEmpty else {
+        var progress = partProgress + (await watchSplits())
+        guard !held.isEmpty || !progress.isEmpty else {
             lastRenewal = now
             return
         }
-        var progress: [ClaimProgress] = []
         for (local, claim) in held {
             let download = try? await manager.download(id: local)
             progress.append(
@@ -182,6 +202,26 @@ public actor FleetMember: Service {
                 case .pause: try? await manager.pause(local)
                 case .remove: try? await manager.cancel(local)
                 case .resume, nil: break
+                }
+            }
+            for id in parts.keys {
+                if renewal.lost.contains(id) {
+                    logger.warning("another node took over part \(id) after its lease ran out; stopping it here")
+                    stopPart(id, as: nil)
+                }
+                switch renewal.requested[id] {
+                case .pause: stopPart(id, as: .paused)
+                case .remove: stopPart(id, as: .removed)
+                case .resume, nil: break
+                }
+            }
+            for (id, claim) in supervised {
+                if renewal.lost.contains(id) {
+                    supervised[id] = nil
+                } else if let control = renewal.requested[id], control != .resume {
+                    // Its parts were asked too; the download ends here as asked.
+                    supervised[id] = nil
+                    ends.append(ClaimEnd(claim, control == .pause ? .paused : .removed))
                 }
             }
         } catch {
@@ -207,12 +247,13 @@ public actor FleetMember: Service {
     }
 
     func claimMore() async {
-        let room = settings.maxActive - held.count
+        let room = settings.maxActive - held.count - parts.count
         // Only while the manager runs: not before it reconciled, not once it is shutting down
         // (a claim it could not add would fail a download the fleet should simply run elsewhere).
         guard room > 0, !stopping, await manager.isRunning else { return }
         let request = ClaimRequest(
-            node: settings.node, count: room, lease: settings.lease, maxActive: settings.fleetMaxActive, maxPerHost: settings.fleetMaxPerHost
+            node: settings.node, count: room, lease: settings.lease, maxActive: settings.fleetMaxActive, maxPerHost: settings.fleetMaxPerHost,
+            takesParts: settings.sharedDirectory != nil
         )
         let claims: [Claim]
         do {
@@ -225,12 +266,18 @@ public actor FleetMember: Service {
             return
         }
         for claim in claims {
+            if claim.entry.part != nil {
+                startPart(claim)
+                continue
+            }
             var request: DownloadRequest
             do {
                 request = try makeRequest(claim.entry)
                 // Run under the catalogue's id (its GID the same on every daemon), unless this node
                 // already has a download of that id (one it ran under another directory, say).
                 if (try? await manager.download(id: claim.id)) == nil { request.id = claim.id }
+                // Shared mode: a large file is split across the fleet (or its parts found), and watched here.
+                if await adopt(claim, request) { continue }
             } catch {
                 ends.append(ClaimEnd(claim, .failed((error as? SwoopError)?.message ?? "\(error)")))
                 continue
@@ -302,8 +349,10 @@ public actor FleetMember: Service {
     /// Gives back every claim still held (the manager's shutdown interrupted their transfers), with
     /// what was left unwritten, and takes this node off the fleet's list.
     func giveBack() async {
-        ends += held.values.map { ClaimEnd($0, .released) }
+        await stopAllParts()
+        ends += (Array(held.values) + Array(supervised.values)).map { ClaimEnd($0, .released) }
         held = [:]
+        supervised = [:]
         await settleEnded()
         do {
             try await catalogue.leave(node: settings.node)

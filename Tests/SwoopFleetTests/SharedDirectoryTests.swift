@@ -1,0 +1,96 @@
+import Foundation
+import SwoopKit
+import SwoopTesting
+import Testing
+
+/// A fleet writing into one shared directory (issue 15's second storage mode), its nodes in one
+/// test process: one large file split into parts that every node fetches into the same part file,
+/// finished byte-exact under its name; a node that dies loses its parts to another, which continues
+/// each from what the dead node had flushed.
+@Suite("Fleet: one file split across nodes in a shared directory")
+struct SharedDirectoryTests {
+    typealias Node = FleetMemberTests.Node
+
+    /// Waits (up to `timeout`) until `condition` holds.
+    func until(_ timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func threeNodesFetchPartsOfOneFileAndItIsByteExact(kind: CatalogueKind) async throws {
+        let server = try await TestServer.start()
+        let body = Resource.random(size: 48 << 20, seed: 515)
+        server.serve("/big.iso", Resource(body: body, etag: "\"big\""))
+        server.setDefault("/big.iso", .throttle(bytesPerSecond: 12 << 20))
+        let shared = try makeTemporaryDirectory("swoop-shared")
+        let fleet = try await kind.makeFleet(4)
+        let nodes = try (0..<3).map { try Node("node\($0)", catalogue: fleet[$0], maxActive: 3, shared: shared, partSize: 4 << 20) }
+        let user = fleet[3]
+        let item = CatalogueItem(urls: [server.url("/big.iso")])
+        try await user.add([item])
+        let done = try await until { try await user.counts() == [.completed: 1] }
+        let entry = try await user.entries(ids: [item.id]).first
+        let parts = try await user.parts(of: item.id)
+        for node in nodes { await node.stop() }
+        await user.close()
+        try await server.shutdown()
+        try #require(done, "\(String(describing: entry))")
+
+        #expect(sha256Hex(file: shared + "/big.iso") == sha256Hex(body))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: shared) == ["big.iso"], "no part file left")
+        #expect(entry?.fileName == "big.iso" && entry?.totalBytes == 48 << 20)
+        #expect(parts.count == 12 && parts.allSatisfy { $0.state == .completed })
+        #expect(Set(parts.compactMap(\.node)).count >= 2, "the parts were shared: \(parts.map { $0.node ?? "" })")
+        // One probe of a byte, then each part once, each from its first byte.
+        let requests = server.requests(to: "/big.iso")
+        #expect(requests.count == 13, "\(requests.map { $0.header("Range") ?? "-" })")
+        #expect(server.bodyBytesSent(to: "/big.iso") == (48 << 20) + 1)
+        #expect(requests.dropFirst().allSatisfy { $0.header("If-Range") == "\"big\"" })
+    }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func aNodeThatDiesLosesItsPartsWhichContinueFromWhatItFlushed(kind: CatalogueKind) async throws {
+        let server = try await TestServer.start()
+        let length = 12 << 20
+        let body = Resource.random(size: length, seed: 616)
+        server.serve("/data.bin", Resource(body: body, etag: "\"data\""))
+        server.setDefault("/data.bin", .throttle(bytesPerSecond: 1 << 20))
+        let shared = try makeTemporaryDirectory("swoop-shared")
+        let fleet = try await kind.makeFleet(3)
+        let user = fleet[2]
+        let first = try Node("first", catalogue: fleet[0], maxActive: 3, lease: .seconds(3), shared: shared, partSize: 4 << 20, partFlushBytes: 256 << 10)
+        let item = CatalogueItem(urls: [server.url("/data.bin")])
+        try await user.add([item])
+        // The first node split it and fetches all three parts; each has flushed some of its bytes.
+        let underWay = try await until(.seconds(30)) {
+            let parts = try await user.parts(of: item.id)
+            return parts.count == 3 && parts.allSatisfy { $0.node == "first" && $0.completedBytes > 0 }
+        }
+        try #require(underWay)
+        await first.die()
+        let flushedByFirst = try await user.parts(of: item.id).map(\.completedBytes)
+        let second = try Node("second", catalogue: fleet[1], maxActive: 3, lease: .seconds(3), shared: shared, partSize: 4 << 20, partFlushBytes: 256 << 10)
+        let done = try await until { try await user.counts() == [.completed: 1] }
+        let entry = try await user.entries(ids: [item.id]).first
+        let parts = try await user.parts(of: item.id)
+        await second.stop()
+        await user.close()
+        try await server.shutdown()
+        try #require(done, "\(String(describing: entry)) \(parts.map { "\($0.state) \($0.completedBytes)" })")
+
+        #expect(sha256Hex(file: shared + "/data.bin") == sha256Hex(body))
+        #expect(entry?.node == "second" && parts.allSatisfy { $0.node == "second" && $0.state == .completed })
+        // The second node asked each part from where the first had flushed it (its If-Range kept).
+        let continued = server.requests(to: "/data.bin").suffix(3).compactMap { $0.header("Range") }.sorted()
+        let expected = zip([0, 4 << 20, 8 << 20], flushedByFirst).map { "bytes=\($0 + $1)-\($0 + (4 << 20) - 1)" }.sorted()
+        #expect(continued == expected)
+        // What it fetched again is at most what the first wrote and had not flushed (or reported).
+        let again = server.bodyBytesSent(to: "/data.bin") - 1 - length
+        #expect(again >= 0 && again <= 3 * (512 << 10) + 3 * (1 << 20), "\(again) bytes fetched twice")
+    }
+}
