@@ -56,6 +56,12 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --store: how long a download stays claimed by a daemon that stops beating (default 15; it beats every third of it).", valueName: "seconds"))
     var lease: Double?
 
+    @Flag(help: ArgumentHelp("With --store: -d is the same directory on every daemon of the fleet (NFS or similar); a large file is split into parts that every daemon fetches into it."))
+    var sharedDir = false
+
+    @Option(help: ArgumentHelp("With --shared-dir: the size of a split file's parts (default 64M); files under two parts run on one daemon.", valueName: "size"))
+    var partSize: String?
+
     @OptionGroup var transfer: TransferOptions
     @OptionGroup var fleet: FleetOptions
     @OptionGroup var global: GlobalOptions
@@ -64,8 +70,12 @@ struct DaemonCommand: AsyncParsableCommand {
         if secret != nil && secretFile != nil { throw ValidationError("give --secret or --secret-file, not both") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level \(logLevel): use trace, debug, info, notice, warning, error or critical") }
         if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
-        if fleet.store == nil, node != nil || fleetMaxConcurrent != nil || lease != nil {
-            throw ValidationError("--node, --lease and --fleet-max-concurrent are for a daemon of a fleet (--store postgres://…)")
+        if fleet.store == nil, node != nil || fleetMaxConcurrent != nil || lease != nil || sharedDir {
+            throw ValidationError("--node, --lease, --fleet-max-concurrent and --shared-dir are for a daemon of a fleet (--store postgres://…)")
+        }
+        if partSize != nil, !sharedDir { throw ValidationError("--part-size is for a fleet's shared directory (--shared-dir)") }
+        if let partSize, (ByteFormatting.parseSize(partSize) ?? 0) < 1 << 20 {
+            throw ValidationError("invalid --part-size '\(partSize)': give a size of at least 1M, such as 64M or 1G")
         }
         if let lease, !(0.3...3600).contains(lease) { throw ValidationError("--lease must be from 0.3 to 3600 seconds") }
         if let fleetMaxConcurrent, fleetMaxConcurrent < 1 { throw ValidationError("--fleet-max-concurrent must be at least 1") }
@@ -108,6 +118,10 @@ struct DaemonCommand: AsyncParsableCommand {
                 )
                 member.lease = .milliseconds(Int((lease ?? 15) * 1000))
                 member.heartbeat = member.lease / 3
+                if sharedDir {
+                    member.sharedDirectory = directory
+                    if let size = partSize.flatMap(ByteFormatting.parseSize) { member.partSize = size }
+                }
                 options.fleet = Daemon.Fleet(catalogue: try PostgresCatalogue(address), member: member)
             }
             var logger = Logger(label: "swoop.daemon") { StreamLogHandler.standardError(label: $0) }
@@ -141,6 +155,9 @@ struct DaemonCommand: AsyncParsableCommand {
             console.result("swoop daemon: listening on \(address) (aria2 JSON-RPC at \(address)jsonrpc)")
             if let fleet = daemon.options.fleet, let store = try? self.fleet.address() {
                 console.result("swoop daemon: node \(fleet.member.node) of the fleet at \(store.description): it runs downloads from the shared queue")
+                if let shared = fleet.member.sharedDirectory {
+                    console.result("swoop daemon: \(shared) is shared by the fleet: files of \(ByteFormatting.format(2 * fleet.member.partSize)) or more are split across its daemons")
+                }
             }
             if isNewSecret {
                 console.result("swoop daemon: a secret was made and kept in \(stateDirectory)/\(DaemonSecret.fileName): \(secretText)")
