@@ -93,4 +93,57 @@ struct SharedDirectoryTests {
         let again = server.bodyBytesSent(to: "/data.bin") - 1 - length
         #expect(again >= 0 && again <= 3 * (512 << 10) + 3 * (1 << 20), "\(again) bytes fetched twice")
     }
+
+    @Test func twoFilesOfOneNameAreSplitIntoTwoPartFilesNeverOne() async throws {
+        let server = try await TestServer.start()
+        let bodies = [Resource.random(size: 8 << 20, seed: 701), Resource.random(size: 8 << 20, seed: 702)]
+        for (index, body) in bodies.enumerated() {
+            server.serve("/\(index)/same.bin", Resource(body: body, etag: "\"s\(index)\""))
+            server.setDefault("/\(index)/same.bin", .throttle(bytesPerSecond: 8 << 20))
+        }
+        let shared = try makeTemporaryDirectory("swoop-shared")
+        let fleet = try await CatalogueKind.sqlite.makeFleet(3)
+        let nodes = try (0..<2).map { try Node("node\($0)", catalogue: fleet[$0], maxActive: 4, shared: shared, partSize: 1 << 20) }
+        let items = (0..<2).map { CatalogueItem(urls: [server.url("/\($0)/same.bin")]) }
+        try await fleet[2].add(items)
+        let done = try await until { try await fleet[2].counts() == [.completed: 2] }
+        let entries = try await fleet[2].entries(ids: items.map(\.id))
+        for node in nodes { await node.stop() }
+        await fleet[2].close()
+        try await server.shutdown()
+        try #require(done)
+        #expect(Set(entries.compactMap(\.fileName)) == ["same.bin", "same.1.bin"])
+        for (entry, body) in zip(entries, bodies) {
+            #expect(sha256Hex(file: shared + "/" + (entry.fileName ?? "")) == sha256Hex(body), "\(entry.fileName ?? "")")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: shared).sorted() == ["same.1.bin", "same.bin"])
+    }
+
+    @Test func aSmallFileTakenOverFromADeadNodeReusesItsPartFile() async throws {
+        let server = try await TestServer.start()
+        let body = Resource.random(size: 3 << 20, seed: 703)
+        server.serve("/small.bin", Resource(body: body, etag: "\"small\""))
+        server.setDefault("/small.bin", .throttle(bytesPerSecond: 512 << 10))
+        let shared = try makeTemporaryDirectory("swoop-shared")
+        let fleet = try await CatalogueKind.sqlite.makeFleet(3)
+        let item = CatalogueItem(urls: [server.url("/small.bin")])
+        // Under two parts: the first node runs it whole, and dies with its part file half written.
+        let first = try Node("first", catalogue: fleet[0], lease: .seconds(3), shared: shared, partSize: 4 << 20)
+        try await fleet[2].add([item])
+        let underWay = try await until(.seconds(30)) {
+            try await fleet[2].entries(ids: [item.id]).first.map { $0.fileName == "small.bin" && $0.completedBytes > 0 } ?? false
+        }
+        try #require(underWay)
+        await first.die()
+        let second = try Node("second", catalogue: fleet[1], lease: .seconds(3), shared: shared, partSize: 4 << 20)
+        let done = try await until { try await fleet[2].counts() == [.completed: 1] }
+        let parts = try await fleet[2].parts(of: item.id)
+        await second.stop()
+        await fleet[2].close()
+        try await server.shutdown()
+        try #require(done)
+        #expect(sha256Hex(file: shared + "/small.bin") == sha256Hex(body))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: shared) == ["small.bin"], "no small.1.bin, no part file left")
+        #expect(parts.count == 1 && parts.first?.node == "second")
+    }
 }

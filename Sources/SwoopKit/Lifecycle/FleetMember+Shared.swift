@@ -16,7 +16,11 @@ extension FleetMember {
     }
 
     /// A download claimed in shared mode: split (or found split) and watched, else run here whole.
-    func adopt(_ claim: Claim, _ request: DownloadRequest) async -> Bool {
+    ///
+    /// One this node never ran that ran elsewhere before (`takenOver`) is fetched as parts however
+    /// small: its part file, left in the shared directory by the node that ran it, is then reused
+    /// (from its first byte: that node's journal is its own) instead of left beside a `NAME.1`.
+    func adopt(_ claim: Claim, _ request: DownloadRequest, takenOver: Bool) async -> Bool {
         guard let directory = settings.sharedDirectory else { return false }
         do {
             let parts = try await catalogue.parts(of: claim.id)
@@ -27,10 +31,12 @@ extension FleetMember {
             }
             let configuration = request.settings.applied(to: manager.configuration)
             guard let probe = try await SharedFile.probe(request, configuration: configuration, client: manager.client, logger: logger),
-                probe.length >= 2 * settings.partSize
+                probe.length >= 2 * settings.partSize || (takenOver && probe.length > 0)
             else { return false }
             let partSize = settings.partSize
-            let ranges = try await DiskWork.run { try SharedFile.prepare(probe, in: directory, partSize: partSize) }
+            // This download's own part file, when it has one: an earlier split's, or that of the node that ran it whole.
+            let own = parts.first?.part?.fileName ?? (takenOver ? claim.entry.fileName : nil)
+            let ranges = try await DiskWork.run { try SharedFile.prepare(probe, in: directory, partSize: partSize, own: own) }
             let items = ranges.map { part in
                 CatalogueItem(
                     urls: claim.entry.urls, options: claim.entry.options, priority: CatalogueRules.partPriority, parent: claim.id, part: part

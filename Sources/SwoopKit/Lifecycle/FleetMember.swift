@@ -275,9 +275,10 @@ public actor FleetMember: Service {
                 request = try makeRequest(claim.entry)
                 // Run under the catalogue's id (its GID the same on every daemon), unless this node
                 // already has a download of that id (one it ran under another directory, say).
-                if (try? await manager.download(id: claim.id)) == nil { request.id = claim.id }
+                let newHere = (try? await manager.download(id: claim.id)) == nil
+                if newHere { request.id = claim.id }
                 // Shared mode: a large file is split across the fleet (or its parts found), and watched here.
-                if await adopt(claim, request) { continue }
+                if await adopt(claim, request, takenOver: newHere && claim.epoch > 1) { continue }
             } catch {
                 ends.append(ClaimEnd(claim, .failed((error as? SwoopError)?.message ?? "\(error)")))
                 continue

@@ -35,18 +35,35 @@ struct SharedFile: Sendable {
         return Probe(length: length, fileName: name, etag: etag, lastModified: lastModified)
     }
 
-    /// The parts of `probe`'s file in `directory`: its final name (the first of `name`, `name.1`,
-    /// … that no file holds), its part file created (or reused) at the full length.
-    static func prepare(_ probe: Probe, in directory: String, partSize: Int) throws -> [CataloguePart] {
-        var attempt = 0
-        var name = probe.fileName
-        while FileSystem.exists(directory + "/" + name) {
-            attempt += 1
-            name = FileNaming.candidate(probe.fileName, attempt: attempt)
+    /// The parts of `probe`'s file in `directory`, at the full length: under `own` when this
+    /// download had that name already (an earlier split's, or the name the node that ran it before
+    /// reported) and it is not taken by a finished file, its part file reused; else under the first
+    /// of `name`, `name.1`, … whose final and part files are both free (the part file made with
+    /// `O_EXCL`: another download's is never shared).
+    static func prepare(_ probe: Probe, in directory: String, partSize: Int, own: String?) throws -> [CataloguePart] {
+        var chosen: (name: String, fd: Int32)?
+        if let own, !FileSystem.exists(directory + "/" + own) {
+            let path = directory + "/" + FileNaming.partFileName(for: own)
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw SwoopError.fileSystem("create", path: path, errno: errno) }
+            chosen = (own, fd)
         }
+        var attempt = 0
+        while chosen == nil {
+            guard attempt < 10_000 else { throw SwoopError(.destinationExists, "no free file name for \(probe.fileName) in \(directory)") }
+            let name = FileNaming.candidate(probe.fileName, attempt: attempt)
+            attempt += 1
+            if FileSystem.exists(directory + "/" + name) { continue }
+            let path = directory + "/" + FileNaming.partFileName(for: name)
+            let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 {
+                chosen = (name, fd)
+            } else if errno != EEXIST {
+                throw SwoopError.fileSystem("create", path: path, errno: errno)
+            }
+        }
+        guard let (name, fd) = chosen else { throw SwoopError(.destinationExists, "no free file name for \(probe.fileName)") }
         let path = directory + "/" + FileNaming.partFileName(for: name)
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw SwoopError.fileSystem("create", path: path, errno: errno) }
         defer { close(fd) }
         guard ftruncate(fd, off_t(probe.length)) == 0 else { throw SwoopError.fileSystem("size", path: path, errno: errno) }
         return CataloguePart.ranges(length: probe.length, size: partSize).map { range in
