@@ -39,7 +39,11 @@ extension PostgresCatalogue {
                 var perHost: [String: Int] = [:]
                 if limited {
                     let busy = try await connection.query(
-                        "SELECT host, count(*) FROM swoop_downloads WHERE state = 'active' AND lease_until >= clock_timestamp() GROUP BY host",
+                        // A split download counts by its parts (the download itself is only watched).
+                        """
+                        SELECT host, count(*) FROM swoop_downloads d WHERE state = 'active' AND lease_until >= clock_timestamp()
+                            AND NOT EXISTS (SELECT 1 FROM swoop_downloads p WHERE p.parent = d.id) GROUP BY host
+                        """,
                         logger: logger
                     )
                     for try await (host, count) in busy.decode((String, Int).self) { perHost[host] = count }

@@ -24,7 +24,13 @@ extension SQLiteCatalogue {
                 }
                 var perHost: [String: Int] = [:]
                 for row in try GRDB.Row.fetchAll(
-                    db, sql: "SELECT host, count(*) FROM catalogue_downloads WHERE state = 'active' AND lease_until >= ? GROUP BY host", arguments: [now]
+                    // A split download counts by its parts (the download itself is only watched).
+                    db,
+                    sql: """
+                        SELECT host, count(*) FROM catalogue_downloads d WHERE state = 'active' AND lease_until >= ?
+                            AND NOT EXISTS (SELECT 1 FROM catalogue_downloads p WHERE p.parent = d.id) GROUP BY host
+                        """,
+                    arguments: [now]
                 ) {
                     perHost[row[0]] = row[1]
                 }

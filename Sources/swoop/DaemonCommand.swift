@@ -74,8 +74,8 @@ struct DaemonCommand: AsyncParsableCommand {
             throw ValidationError("--node, --lease, --fleet-max-concurrent and --shared-dir are for a daemon of a fleet (--store postgres://…)")
         }
         if partSize != nil, !sharedDir { throw ValidationError("--part-size is for a fleet's shared directory (--shared-dir)") }
-        if let partSize, (ByteFormatting.parseSize(partSize) ?? 0) < 1 << 20 {
-            throw ValidationError("invalid --part-size '\(partSize)': give a size of at least 1M, such as 64M or 1G")
+        if let partSize, !((1 << 20)...(1 << 40)).contains(ByteFormatting.parseSize(partSize) ?? 0) {
+            throw ValidationError("invalid --part-size '\(partSize)': give a size from 1M to 1T, such as 64M or 1G")
         }
         if let lease, !(0.3...3600).contains(lease) { throw ValidationError("--lease must be from 0.3 to 3600 seconds") }
         if let fleetMaxConcurrent, fleetMaxConcurrent < 1 { throw ValidationError("--fleet-max-concurrent must be at least 1") }

@@ -14,7 +14,7 @@ import Glibc
 /// 64 MiB in `swift test`; 1 GiB with `SWOOP_TEST_GIGABYTE=1`, which `.ci/run` runs after the
 /// whole suite, alone: moving a gigabyte through loopback takes this machine's two cores for
 /// seconds, and the suite's timing-bound tests beside it fail.
-@Suite("Fleet: daemons sharing one download directory (the binary)")
+@Suite("Fleet: daemons sharing one download directory (the binary)", .timeLimit(.minutes(5)))
 struct FleetSharedDirectoryTests {
     static let size = ProcessInfo.processInfo.environment["SWOOP_TEST_GIGABYTE"] == "1" ? 1 << 30 : 64 << 20
 

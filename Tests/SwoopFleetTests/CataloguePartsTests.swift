@@ -5,7 +5,7 @@ import Testing
 /// The catalogue's side of a download split across nodes (a shared download directory), on both
 /// catalogues: parts are claimed by any node before other downloads, stay out of lists and counts,
 /// are replaced only under the download's claim, and follow what is asked of the download.
-@Suite("Fleet catalogue contract: split downloads (SQLite and PostgreSQL)")
+@Suite("Fleet catalogue contract: split downloads (SQLite and PostgreSQL)", .timeLimit(.minutes(2)))
 struct CataloguePartsTests {
     /// `count` parts of 100 bytes each of `parent`'s file.
     static func parts(of parent: CatalogueEntry, _ count: Int) -> [CatalogueItem] {
@@ -68,6 +68,13 @@ struct CataloguePartsTests {
             func states() async throws -> [Download.State] { try await owner.parts(of: download.id).map(\.state) }
 
             // Paused: the waiting parts at once, the running one asked of its node; the effect is the download's.
+            // A resume before the running part's node heard of the pause takes the pause back there too.
+            #expect(try await helper.control(.pause, ids: [download.id]) == [download.id: .asked(node: "owner")])
+            #expect(try await helper.control(.resume, ids: [download.id]) == [download.id: .done(.active)])
+            #expect(try await states() == [.active, .waiting, .waiting])
+            let progress = [ClaimProgress(id: split[0].id, epoch: 1, completedBytes: 20)]
+            #expect(try await helper.renew(node: "helper", lease: longLease, progress: progress).requested.isEmpty)
+
             let paused = try await helper.control(.pause, ids: [download.id])
             #expect(paused == [download.id: .asked(node: "owner")])
             #expect(try await states() == [.active, .paused, .paused])
@@ -98,6 +105,21 @@ struct CataloguePartsTests {
             #expect(try await helper.control(.remove, ids: [download.id]) == [download.id: .done(.removed)])
             #expect(try await states() == [.removed, .removed, .removed])
             #expect(try await owner.counts() == [.removed: 1])
+        }
+    }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func theFleetsLimitsCountASplitDownloadByItsParts(kind: CatalogueKind) async throws {
+        try await withFleet(kind, nodes: 2) { fleet in
+            try await fleet[0].add(items(2))
+            let download = try #require(try await fleet[0].claim(ClaimRequest(node: "owner", count: 1, lease: longLease, maxActive: 1)).first)
+            #expect(try await fleet[0].split(download, into: Self.parts(of: download.entry, 2)))
+            // The download that is only watched does not hold the fleet's one place: its first part takes it.
+            let first = try await fleet[1].claim(ClaimRequest(node: "helper", count: 2, lease: longLease, maxActive: 1, takesParts: true))
+            #expect(first.count == 1 && first[0].entry.parent == download.id)
+            #expect(try await fleet[1].claim(ClaimRequest(node: "helper", count: 2, lease: longLease, maxActive: 1, takesParts: true)).isEmpty)
+            let perHost = try await fleet[1].claim(ClaimRequest(node: "helper", count: 2, lease: longLease, maxPerHost: 2, takesParts: true))
+            #expect(perHost.count == 1 && perHost[0].entry.parent == download.id, "one more per host: the second part")
         }
     }
 }

@@ -51,10 +51,11 @@ public enum CatalogueRules {
     }
 
     /// Whether a control asked of a split download also applies to its part in `state` (by
-    /// ``apply(_:to:requested:node:)``). A resume takes back only paused parts: a failed or removed
-    /// one stays, and the download is split anew when it next runs.
+    /// ``apply(_:to:requested:node:)``). A resume takes back paused parts, and a pause not yet done
+    /// of a running one; a failed or removed part stays, and the download is split anew when it
+    /// next runs.
     public static func cascades(_ control: CatalogueControl, toPartIn state: Download.State) -> Bool {
-        control != .resume || state == .paused
+        control != .resume || state == .paused || state == .active
     }
 
     /// The priority of a split download's parts: above every download, so that a file being

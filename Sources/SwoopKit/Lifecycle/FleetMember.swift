@@ -63,6 +63,12 @@ public actor FleetMember: Service {
     var parts: [Download.ID: PartRun] = [:]
     /// The split downloads this node claimed and watches until their parts are done.
     var supervised: [Download.ID: Claim] = [:]
+    /// Downloads claimed in shared mode whose fate is being decided (a probe, a split) in a task.
+    var pending: [Download.ID: Claim] = [:]
+    /// Split downloads whose every part is done, being finished in a task.
+    var finishing: [Download.ID: Claim] = [:]
+    /// Those tasks, by download.
+    var tasks: [Download.ID: Task<Void, Never>] = [:]
     /// Claims ended here and not yet written to the catalogue: written together at the next sync
     /// (kept, when the catalogue is unreachable, until it is back).
     var ends: [ClaimEnd] = []
@@ -94,7 +100,9 @@ public actor FleetMember: Service {
     }
 
     /// The catalogue ids of the downloads this node runs now.
-    public var claimed: Set<Download.ID> { Set(held.values.map(\.id)).union(parts.keys).union(supervised.keys) }
+    public var claimed: Set<Download.ID> {
+        Set(held.values.map(\.id)).union(parts.keys).union(supervised.keys).union(pending.keys).union(finishing.keys)
+    }
 
     /// Claims, runs and renews until a graceful shutdown (or cancellation), then gives back every
     /// claim it still holds, for other nodes to take at once.
@@ -141,14 +149,12 @@ public actor FleetMember: Service {
     /// When no renewal got through for the lease less one heartbeat, another node may hold these
     /// downloads now (or soon): they are paused here at once and forgotten.
     func stopWritingIfLeaseRanOut() async {
-        guard !held.isEmpty || !parts.isEmpty || !supervised.isEmpty, ContinuousClock.now - lastRenewal >= settings.lease - settings.heartbeat
-        else { return }
+        guard !claimed.isEmpty, ContinuousClock.now - lastRenewal >= settings.lease - settings.heartbeat else { return }
         for id in parts.keys {
             logger.warning("no heartbeat reached the catalogue for the lease's length; stopping part \(id) here")
             stopPart(id, as: .released)
         }
-        ends += supervised.values.map { ClaimEnd($0, .released) }
-        supervised = [:]
+        releaseSplits()
         let lost = held
         held = [:]
         for (local, claim) in lost {
@@ -175,7 +181,7 @@ public actor FleetMember: Service {
 
     func renew() async {
         let now = ContinuousClock.now
-        var progress = partProgress + (await watchSplits())
+        var progress = await splitProgress()
         guard !held.isEmpty || !progress.isEmpty else {
             lastRenewal = now
             return
@@ -215,14 +221,14 @@ public actor FleetMember: Service {
                 case .resume, nil: break
                 }
             }
-            for (id, claim) in supervised {
-                if renewal.lost.contains(id) {
-                    supervised[id] = nil
-                } else if let control = renewal.requested[id], control != .resume {
-                    // Its parts were asked too; the download ends here as asked.
-                    supervised[id] = nil
-                    ends.append(ClaimEnd(claim, control == .pause ? .paused : .removed))
-                }
+            // Split downloads decided on, watched or finished here: their parts were asked too; the
+            // download ends here as asked (a task still deciding or finishing it finds it gone).
+            for id in Set(supervised.keys).union(pending.keys).union(finishing.keys) {
+                guard let claim = supervised[id] ?? pending[id] ?? finishing[id] else { continue }
+                let control = renewal.requested[id]
+                guard renewal.lost.contains(id) || control == .pause || control == .remove else { continue }
+                (supervised[id], pending[id], finishing[id]) = (nil, nil, nil)
+                if !renewal.lost.contains(id) { ends.append(ClaimEnd(claim, control == .pause ? .paused : .removed)) }
             }
         } catch {
             logger.warning("cannot renew this node's claims: \(error)")
@@ -278,32 +284,40 @@ public actor FleetMember: Service {
                 let newHere = (try? await manager.download(id: claim.id)) == nil
                 if newHere { request.id = claim.id }
                 // Shared mode: a large file is split across the fleet (or its parts found), and watched here.
-                if await adopt(claim, request, takenOver: newHere && claim.epoch > 1) { continue }
+                if settings.sharedDirectory != nil {
+                    adopt(claim, request, takenOver: newHere && claim.epoch > 1)
+                    continue
+                }
             } catch {
                 ends.append(ClaimEnd(claim, .failed((error as? SwoopError)?.message ?? "\(error)")))
                 continue
             }
-            do {
-                let local = try await manager.add(request)
-                if let other = held[local], other.id != claim.id {
-                    ends.append(ClaimEnd(claim, .failed("the same file as download \(other.id), which this node runs")))
-                    continue
-                }
-                // (The same download again: its lease ran out here unrenewed and this node claimed it
-                // anew. The new epoch is the one to write with.)
-                held[local] = claim
-                // An end published while `add` ran (already complete, say) reached `ended` before this
-                // claim was held: read it from the download itself.
-                if let download = try? await manager.download(id: local), held[local] == claim,
-                    let outcome = Self.outcome(ofSettled: download)
-                {
-                    held[local] = nil
-                    ends.append(ClaimEnd(claim, outcome))
-                }
-            } catch {
-                // The manager stopped meanwhile: given back for another node, not failed.
-                ends.append(ClaimEnd(claim, .released))
+            await runHere(claim, request)
+        }
+    }
+
+    /// Runs a claimed download in this node's manager.
+    func runHere(_ claim: Claim, _ request: DownloadRequest) async {
+        do {
+            let local = try await manager.add(request)
+            if let other = held[local], other.id != claim.id {
+                ends.append(ClaimEnd(claim, .failed("the same file as download \(other.id), which this node runs")))
+                return
             }
+            // (The same download again: its lease ran out here unrenewed and this node claimed it
+            // anew. The new epoch is the one to write with.)
+            held[local] = claim
+            // An end published while `add` ran (already complete, say) reached `ended` before this
+            // claim was held: read it from the download itself.
+            if let download = try? await manager.download(id: local), held[local] == claim,
+                let outcome = Self.outcome(ofSettled: download)
+            {
+                held[local] = nil
+                ends.append(ClaimEnd(claim, outcome))
+            }
+        } catch {
+            // The manager stopped meanwhile: given back for another node, not failed.
+            ends.append(ClaimEnd(claim, .released))
         }
     }
 
@@ -351,9 +365,9 @@ public actor FleetMember: Service {
     /// what was left unwritten, and takes this node off the fleet's list.
     func giveBack() async {
         await stopAllParts()
-        ends += (Array(held.values) + Array(supervised.values)).map { ClaimEnd($0, .released) }
+        releaseSplits()
+        ends += held.values.map { ClaimEnd($0, .released) }
         held = [:]
-        supervised = [:]
         await settleEnded()
         do {
             try await catalogue.leave(node: settings.node)

@@ -35,18 +35,21 @@ struct SharedFile: Sendable {
         return Probe(length: length, fileName: name, etag: etag, lastModified: lastModified)
     }
 
-    /// The parts of `probe`'s file in `directory`, at the full length: under `own` when this
-    /// download had that name already (an earlier split's, or the name the node that ran it before
-    /// reported) and it is not taken by a finished file, its part file reused; else under the first
-    /// of `name`, `name.1`, … whose final and part files are both free (the part file made with
-    /// `O_EXCL`: another download's is never shared).
-    static func prepare(_ probe: Probe, in directory: String, partSize: Int, own: String?) throws -> [CataloguePart] {
-        var chosen: (name: String, fd: Int32)?
+    /// The parts of `probe`'s file in `directory`, at the full length, and the part file when this
+    /// call created it.
+    ///
+    /// Under `own` when this download had that name already and no finished file holds it: its
+    /// part file reused (the one the node that ran it whole left), or, for a split made again
+    /// (`generation`), a new one of its own beside the name. Else under the first of `name`,
+    /// `name.1`, … whose final and part files are both free (made with `O_EXCL`: another
+    /// download's part file is never shared).
+    static func prepare(_ probe: Probe, in directory: String, partSize: Int, own: String?, generation: Int?) throws -> ([CataloguePart], made: String?) {
+        var chosen: (name: String, path: String, fd: Int32, made: Bool)?
         if let own, !FileSystem.exists(directory + "/" + own) {
-            let path = directory + "/" + FileNaming.partFileName(for: own)
+            let path = directory + "/" + FileNaming.partFileName(for: own) + (generation.map { ".\($0)" } ?? "")
             let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw SwoopError.fileSystem("create", path: path, errno: errno) }
-            chosen = (own, fd)
+            chosen = (own, path, fd, generation != nil)
         }
         var attempt = 0
         while chosen == nil {
@@ -57,28 +60,31 @@ struct SharedFile: Sendable {
             let path = directory + "/" + FileNaming.partFileName(for: name)
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if fd >= 0 {
-                chosen = (name, fd)
+                chosen = (name, path, fd, true)
             } else if errno != EEXIST {
                 throw SwoopError.fileSystem("create", path: path, errno: errno)
             }
         }
-        guard let (name, fd) = chosen else { throw SwoopError(.destinationExists, "no free file name for \(probe.fileName)") }
-        let path = directory + "/" + FileNaming.partFileName(for: name)
+        guard let (name, path, fd, made) = chosen else { throw SwoopError(.destinationExists, "no free file name for \(probe.fileName)") }
         defer { close(fd) }
         guard ftruncate(fd, off_t(probe.length)) == 0 else { throw SwoopError.fileSystem("size", path: path, errno: errno) }
-        return CataloguePart.ranges(length: probe.length, size: partSize).map { range in
+        let parts = CataloguePart.ranges(length: probe.length, size: partSize).map { range in
             CataloguePart(
                 path: path, fileName: name, start: range.lowerBound, end: range.upperBound, length: probe.length, etag: probe.etag,
                 lastModified: probe.lastModified
             )
         }
+        return (parts, made ? path : nil)
     }
 
     /// Finishes the file once every part's holder flushed it: the part file must have the whole
     /// length (and the checksum, when one was given); it is flushed once more, as this node sees
     /// it, and renamed to its final name, which it never replaces.
     static func finish(_ part: CataloguePart, checksum: Checksum?) throws {
+        let final = (part.path as NSString).deletingLastPathComponent + "/" + part.fileName
         guard let size = FileSystem.sizeAndModified(part.path)?.size else {
+            // Finished already by a node that held the download before (and lost it as it renamed).
+            if FileSystem.sizeAndModified(final)?.size == part.length { return }
             throw SwoopError(.fileSystem, "the shared part file \(part.path) is gone")
         }
         guard size == part.length else {
@@ -95,8 +101,7 @@ struct SharedFile: Sendable {
         let synced = fsync(fd) == 0 ? 0 : errno
         close(fd)
         guard synced == 0 else { throw SwoopError.fileSystem("flush", path: part.path, errno: synced) }
-        let directory = (part.path as NSString).deletingLastPathComponent
-        try FileSystem.publish(part.path, as: directory + "/" + part.fileName, replace: false)
-        _ = FileSystem.syncDirectory(directory)
+        try FileSystem.publish(part.path, as: final, replace: false)
+        _ = FileSystem.syncDirectory((part.path as NSString).deletingLastPathComponent)
     }
 }

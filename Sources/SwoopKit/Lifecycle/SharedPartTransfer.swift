@@ -57,14 +57,14 @@ final class SharedPartTransfer: Sendable {
                 try Task.checkCancellation()
                 try await fetch(into: fd)
                 failures = 0
-            } catch let error as SwoopError {
+            } catch let error as SwoopError where !error.isRetryable {
                 // What a retry cannot mend: another file, a refusal, the disk.
                 throw error
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
                 failures += 1
-                guard failures <= configuration.retry.maxRetries else { throw (error as? SharedPartRetry)?.error ?? error }
+                guard failures <= configuration.retry.maxRetries else { throw error }
                 let delay = backoff.delay(beforeRetry: failures, retryAfter: nil, jitter: Double.random(in: 0..<1))
                 logger.debug("part retry", metadata: ["part.path": "\(part.path)", "part.start": "\(part.start)", "error": "\(error)"])
                 try await Task.sleep(for: delay)
@@ -81,9 +81,8 @@ final class SharedPartTransfer: Sendable {
         let status = Int(response.status.code)
         if status != 200, status != 206 {
             // Retried as a download's would be when the server may answer later; else the end.
-            let error = SwoopError(.httpStatus, "\(request.url.absoluteString) answered HTTP \(status)")
-            if status >= 500 || status == 408 || status == 429 { throw SharedPartRetry(error: error) }
-            throw error
+            let retryable = status >= 500 || status == 408 || status == 429
+            throw SwoopError(.httpStatus, "\(request.url.absoluteString) answered HTTP \(status)", status: status, isRetryable: retryable)
         }
         if let refusal = part.refusal(
             status: Int(response.status.code), contentRange: response.headers.first(name: "Content-Range"),
@@ -97,6 +96,8 @@ final class SharedPartTransfer: Sendable {
         let started = ContinuousClock.now
         do {
             for try await buffer in response.body {
+                // A part stopped here (lost, paused) writes nothing more.
+                try Task.checkCancellation()
                 let count = buffer.readableBytes
                 guard position + count <= part.end + 1 else {
                     throw SwoopError(.invalidResponse, "\(request.url.absoluteString) sent more than the range asked for")
@@ -121,7 +122,9 @@ final class SharedPartTransfer: Sendable {
         }
         try await flush(fd, upTo: position)
         guard position == part.end + 1 else {
-            throw SharedPartRetry(error: SwoopError(.network, "\(request.url.absoluteString) ended the range at \(position) of \(part.start)-\(part.end)"))
+            throw SwoopError(
+                .network, "\(request.url.absoluteString) ended the range at \(position) of \(part.start)-\(part.end)", isRetryable: true
+            )
         }
     }
 
@@ -133,8 +136,3 @@ final class SharedPartTransfer: Sendable {
     }
 }
 
-/// A failure a retry may mend (a server error, a body cut short): retried, and its error thrown
-/// once the retries are spent.
-struct SharedPartRetry: Error {
-    var error: SwoopError
-}
