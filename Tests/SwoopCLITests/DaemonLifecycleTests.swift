@@ -14,8 +14,9 @@ struct DaemonLifecycleTests {
         defer { Task { try? await server.shutdown() } }
         let body = Resource.random(size: 3 << 20, seed: 7)
         server.serve("/big.bin", Resource(body: body, etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"))
-        // Slow at first, so that the daemon stops halfway.
-        server.enqueue("/big.bin", .throttle(bytesPerSecond: 512 << 10))
+        // Slow, every answer (one slow answer beside fast ones finished before a loaded machine looked),
+        // so that the daemon stops halfway.
+        server.setDefault("/big.bin", .throttle(bytesPerSecond: 512 << 10))
         let small = Resource.random(size: 1000, seed: 8)
         server.serve("/small.bin", Resource(body: small, etag: "\"s\""))
         let first = try await DaemonFixture.start(extra: ["-j", "1"])

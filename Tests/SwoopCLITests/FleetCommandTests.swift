@@ -11,7 +11,7 @@ import Glibc
 /// A fleet as a user runs it (issue 15): `swoop daemon --store postgres://… --node NAME` on two
 /// "machines" (state and download directories of their own), fed by `swoop add --store`, watched
 /// with `swoop ls --store` and `swoop nodes --store`, one daemon killed with SIGKILL.
-@Suite("Fleet commands (daemons sharing a PostgreSQL queue)")
+@Suite("Fleet commands (daemons sharing a PostgreSQL queue)", .enabled(if: TestPhase.runsHeavy))
 struct FleetCommandTests {
     /// The store URL without the password (which goes in PGPASSWORD, as a user would keep it).
     struct Fleet {

@@ -12,7 +12,7 @@ import Glibc
 /// leases last, nothing is lost and nothing fetched twice; past the lease, each daemon stops what
 /// it holds (another daemon may take it) and, once the catalogue is back, claims it again and
 /// continues from its part file. The server is this suite's own, stopped by its PID.
-@Suite("Fleet: PostgreSQL stopped and started during downloads")
+@Suite("Fleet: PostgreSQL stopped and started during downloads", .enabled(if: TestPhase.runsHeavy))
 struct FleetOutageTests {
     typealias Fleet = FleetCommandTests.Fleet
 

@@ -1,11 +1,12 @@
 import Foundation
+import SwoopTesting
 import Testing
 
 /// The web page in headless Chromium (Selenium): its JavaScript unit tests
 /// (`Tests/Web/run_js_tests.py`) and a user's session against the real daemon
 /// (`Tests/Web/page_test.py`). In CI (`CI=true`) they must run: a missing Chromium, chromedriver
 /// or Selenium fails them instead of skipping them.
-@Suite("swoop daemon: the web page in Chromium", .timeLimit(.minutes(3)))
+@Suite("swoop daemon: the web page in Chromium", .timeLimit(.minutes(3)), .enabled(if: TestPhase.runsHeavy))
 struct WebPageBrowserTests {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Web").path

@@ -7,7 +7,7 @@ import Testing
 
 /// Daemons sharing one queue (issue 15), in one test process: each node a `DownloadManager` with
 /// its own state and download directories and a `FleetMember` on its own catalogue connection.
-@Suite("Fleet members: sharing a queue, taking over, controls")
+@Suite("Fleet members: sharing a queue, taking over, controls", .enabled(if: TestPhase.runsHeavy))
 struct FleetMemberTests {
     /// One node: its manager, its member and their tasks.
     final class Node: Sendable {
