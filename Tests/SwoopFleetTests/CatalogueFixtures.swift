@@ -56,3 +56,13 @@ func items(_ count: Int, host: String = "127.0.0.1", name: String = "f", priorit
 
 /// A long lease, which no test outlives.
 let longLease = Duration.seconds(120)
+
+/// Waits (up to `timeout`) until `condition` holds.
+func until(_ timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}

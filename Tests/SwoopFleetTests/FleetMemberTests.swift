@@ -91,15 +91,6 @@ struct FleetMemberTests {
         return bodies
     }
 
-    /// Waits (up to `timeout`) until `condition` holds.
-    func until(_ timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
 
     @Test(arguments: CatalogueKind.allCases)
     func threeNodesShareTheQueueAndFetchEachFileOnce(kind: CatalogueKind) async throws {
