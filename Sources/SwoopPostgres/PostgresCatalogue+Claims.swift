@@ -142,13 +142,18 @@ extension PostgresCatalogue {
                                 \(details.map { $0.error ?? "" }), \(details.map { $0.fileName ?? "" }), \(details.map { $0.totalBytes ?? -1 }))
                          AS e(id, node, epoch, after_pause, after_remove, otherwise, error, file, total)
                     WHERE d.id = e.id AND d.node = e.node AND d.epoch = e.epoch AND d.state = 'active'
-                    RETURNING d.id, d.state
+                    RETURNING d.id, d.state, d.parent IS NOT NULL
                     """,
                     logger: logger
                 )
                 var ended: [String: String] = [:]
-                for try await (id, state) in rows.decode((String, String).self) { ended[id] = state }
-                if ended.values.contains(Download.State.waiting.rawValue) { try await notify(connection) }
+                var partEnded = false
+                for try await (id, state, isPart) in rows.decode((String, String, Bool).self) {
+                    ended[id] = state
+                    partEnded = partEnded || isPart
+                }
+                // Idle nodes claim what waits again; the node watching a split download hears its part ended.
+                if partEnded || ended.values.contains(Download.State.waiting.rawValue) { try await notify(connection) }
                 return ids.map { ended[$0] != nil }
             }
         }

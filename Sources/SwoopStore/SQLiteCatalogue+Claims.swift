@@ -101,15 +101,18 @@ extension SQLiteCatalogue {
     public func settle(_ ends: [ClaimEnd]) async throws -> [Bool] {
         guard !ends.isEmpty else { return [] }
         let now = self.now
-        let states = try await withErrors("ending claims in") {
-            try await database.write { db -> [Download.State?] in
-                try ends.map { end -> Download.State? in
+        let (states, partEnded) = try await withErrors("ending claims in") {
+            try await database.write { db -> ([Download.State?], Bool) in
+                var partEnded = false
+                let states = try ends.map { end -> Download.State? in
                     let claim = end.claim
-                    let held = try String?.fetchOne(
-                        db, sql: "SELECT requested FROM catalogue_downloads WHERE id = ? AND node = ? AND epoch = ? AND state = 'active'",
+                    let held = try GRDB.Row.fetchOne(
+                        db, sql: "SELECT requested, parent FROM catalogue_downloads WHERE id = ? AND node = ? AND epoch = ? AND state = 'active'",
                         arguments: [claim.id.rawValue, claim.node, claim.epoch]
                     )
-                    guard let requested = held else { return nil }
+                    guard let held else { return nil }
+                    let requested: String? = held[0]
+                    if (held[1] as String?) != nil { partEnded = true }
                     let state = CatalogueRules.settled(end.outcome, requested: requested.flatMap(CatalogueControl.init(rawValue:)))
                     let details = CatalogueRules.details(of: end.outcome)
                     try db.execute(
@@ -123,9 +126,11 @@ extension SQLiteCatalogue {
                     )
                     return state
                 }
+                return (states, partEnded)
             }
         }
-        if states.contains(.waiting) { wake() }
+        // Idle nodes claim what waits again; the node watching a split download hears its part ended.
+        if partEnded || states.contains(.waiting) { wake() }
         return states.map { $0 != nil }
     }
 

@@ -122,4 +122,37 @@ struct CataloguePartsTests {
             #expect(perHost.count == 1 && perHost[0].entry.parent == download.id, "one more per host: the second part")
         }
     }
+
+    /// PostgreSQL's wake-ups are NOTIFYs sent on purpose (SQLite's wake on any commit): the node
+    /// watching a split download hears at once that a part ended, and finishes the file without
+    /// waiting for its heartbeat.
+    @Test func theNodeWatchingASplitDownloadIsWokenWhenAPartEnds() async throws {
+        try await withFleet(.postgres, nodes: 2) { fleet in
+            let (helper, watcher) = (fleet[0], fleet[1])
+            try await helper.add(items(1))
+            let download = try #require(try await helper.claim(ClaimRequest(node: "owner", count: 1, lease: longLease)).first)
+            #expect(try await helper.split(download, into: Self.parts(of: download.entry, 1)))
+            let part = try #require(try await helper.claim(ClaimRequest(node: "helper", count: 1, lease: longLease, takesParts: true)).first)
+            let woken = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    var count = 0
+                    for await _ in watcher.changes() {
+                        count += 1
+                        // The first wake-up comes once it listens; then the part ends, on another connection.
+                        if count == 1 { _ = try await helper.settle(part, as: .completed(fileName: "f.bin", totalBytes: 100)) }
+                        if count == 2 { return true }
+                    }
+                    return false
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(10))
+                    return false
+                }
+                let first = try await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+            #expect(woken)
+        }
+    }
 }
