@@ -217,9 +217,11 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
         try await withErrors("recording a heartbeat in") { [self] in
             try await client.query(
                 """
-                INSERT INTO swoop_nodes (name, address, started_at, beat_at, active, speed)
-                VALUES (\(beat.name), \(beat.address), clock_timestamp(), clock_timestamp(), \(beat.activeDownloads), \(beat.bytesPerSecond))
+                INSERT INTO swoop_nodes (name, address, started_at, beat_at, active, speed, shared_dir)
+                VALUES (\(beat.name), \(beat.address), clock_timestamp(), clock_timestamp(), \(beat.activeDownloads), \(beat.bytesPerSecond),
+                        \(beat.sharedDirectory))
                 ON CONFLICT (name) DO UPDATE SET address = excluded.address, beat_at = excluded.beat_at, active = excluded.active,
+                    shared_dir = excluded.shared_dir,
                     speed = excluded.speed, started_at = CASE WHEN \(first) THEN excluded.started_at ELSE swoop_nodes.started_at END
                 """,
                 logger: logger
@@ -238,14 +240,18 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
             var nodes: [FleetNode] = []
             let rows = try await client.query(
                 """
-                SELECT name, address, started_at, beat_at, active, speed, extract(epoch FROM clock_timestamp() - beat_at)::float8
+                SELECT name, address, started_at, beat_at, active, speed, extract(epoch FROM clock_timestamp() - beat_at)::float8, shared_dir
                 FROM swoop_nodes ORDER BY name
                 """,
                 logger: logger
             )
-            for try await (name, address, started, beat, active, speed, silent) in rows.decode((String, String, Date, Date, Int, Double, Double).self) {
+            let columns = (String, String, Date, Date, Int, Double, Double, String).self
+            for try await (name, address, started, beat, active, speed, silent, shared) in rows.decode(columns) {
                 nodes.append(
-                    FleetNode(name: name, address: address, startedAt: started, lastBeat: beat, activeDownloads: active, bytesPerSecond: speed, silentFor: silent)
+                    FleetNode(
+                        name: name, address: address, startedAt: started, lastBeat: beat, activeDownloads: active, bytesPerSecond: speed,
+                        silentFor: silent, sharedDirectory: shared
+                    )
                 )
             }
             return nodes

@@ -56,6 +56,7 @@ enum PostgresSchema {
         [
             "ALTER TABLE swoop_downloads ADD COLUMN parent text, ADD COLUMN part text",
             "CREATE INDEX swoop_downloads_parts ON swoop_downloads (parent, position) WHERE parent IS NOT NULL",
+            "ALTER TABLE swoop_nodes ADD COLUMN shared_dir text NOT NULL DEFAULT ''",
         ],
     ]
 

@@ -55,6 +55,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
                     ALTER TABLE catalogue_downloads ADD COLUMN parent TEXT;
                     ALTER TABLE catalogue_downloads ADD COLUMN part TEXT;
                     CREATE INDEX catalogue_parts ON catalogue_downloads (parent, position) WHERE parent IS NOT NULL;
+                    ALTER TABLE catalogue_nodes ADD COLUMN shared_dir TEXT NOT NULL DEFAULT '';
                     """
             )
         }
@@ -136,11 +137,12 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
             try await database.write { db in
                 try db.execute(
                     sql: """
-                        INSERT INTO catalogue_nodes (name, address, started_at, beat_at, active, speed) VALUES (?, ?, ?, ?, ?, ?)
+                        INSERT INTO catalogue_nodes (name, address, started_at, beat_at, active, speed, shared_dir) VALUES (?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (name) DO UPDATE SET address = excluded.address, beat_at = excluded.beat_at, active = excluded.active,
-                            speed = excluded.speed, started_at = CASE WHEN ? THEN excluded.started_at ELSE started_at END
+                            speed = excluded.speed, shared_dir = excluded.shared_dir,
+                            started_at = CASE WHEN ? THEN excluded.started_at ELSE started_at END
                         """,
-                    arguments: [beat.name, beat.address, now, now, beat.activeDownloads, beat.bytesPerSecond, first]
+                    arguments: [beat.name, beat.address, now, now, beat.activeDownloads, beat.bytesPerSecond, beat.sharedDirectory, first]
                 )
             }
         }
@@ -156,11 +158,11 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         let now = self.now
         return try await withErrors("reading the nodes of") {
             try await database.read { db in
-                try GRDB.Row.fetchAll(db, sql: "SELECT name, address, started_at, beat_at, active, speed FROM catalogue_nodes ORDER BY name").map { row in
+                try GRDB.Row.fetchAll(db, sql: "SELECT name, address, started_at, beat_at, active, speed, shared_dir FROM catalogue_nodes ORDER BY name").map { row in
                     let beat: Double = row[3]
                     return FleetNode(
                         name: row[0], address: row[1], startedAt: Date(timeIntervalSince1970: row[2]), lastBeat: Date(timeIntervalSince1970: beat),
-                        activeDownloads: row[4], bytesPerSecond: row[5], silentFor: max(0, now - beat)
+                        activeDownloads: row[4], bytesPerSecond: row[5], silentFor: max(0, now - beat), sharedDirectory: row[6]
                     )
                 }
             }

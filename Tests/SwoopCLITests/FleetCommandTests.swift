@@ -292,6 +292,25 @@ struct FleetCommandTests {
         #expect(result.status == 0 && !result.stderr.contains("waiting up to the lease"), "\(result.stderr)")
     }
 
+    @Test func aDaemonWithoutTheFleetsSharedDirectoryIsRefused() async throws {
+        let fleet = try await Fleet()
+        let shared = try makeTemporaryDirectory("swoop-fleet-shared")
+        let (sharer, _) = try await fleet.daemon("sharer", extra: ["-d", shared, "--shared-dir"])
+        let (root, out, state) = try SwoopBinary.workspace("swoop-fleet-loner")
+        let loner = try await SwoopBinary.run(
+            ["daemon", "--listen", "127.0.0.1:0", "--state-dir", state, "-d", out, "--store", fleet.url, "--node", "loner", "--lease", "4"],
+            in: root, timeout: .seconds(30), environment: fleet.environment
+        )
+        sharer.signal(SIGTERM)
+        _ = await sharer.wait(timeout: .seconds(30))
+        #expect(loner.status == 2)
+        #expect(
+            loner.stderrLines.last
+                == "swoop: error: node sharer of this fleet shares \(shared); this daemon would write into its own: give every daemon of a fleet the same -d with --shared-dir, or none",
+            "\(loner.stderr)"
+        )
+    }
+
     @Test func anUnreachableStoreStopsTheDaemonWithOneLine() async throws {
         let closed = try TestPort(listening: false)
         let (root, out, state) = try SwoopBinary.workspace("swoop-fleet-down")

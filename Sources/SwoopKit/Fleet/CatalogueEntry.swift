@@ -228,8 +228,14 @@ public struct FleetNode: Sendable, Hashable {
     /// Seconds since the last heartbeat, on the catalogue's clock (so a node's own clock cannot
     /// make it look alive).
     public var silentFor: Double
+    /// The download directory it shares with the fleet, or "" when it writes into its own.
+    public var sharedDirectory: String
 
-    public init(name: String, address: String, startedAt: Date, lastBeat: Date, activeDownloads: Int, bytesPerSecond: Double, silentFor: Double) {
+    public init(
+        name: String, address: String, startedAt: Date, lastBeat: Date, activeDownloads: Int, bytesPerSecond: Double, silentFor: Double,
+        sharedDirectory: String = ""
+    ) {
+        self.sharedDirectory = sharedDirectory
         self.name = name
         self.address = address
         self.startedAt = startedAt
@@ -246,8 +252,11 @@ public struct NodeBeat: Sendable, Hashable {
     public var address: String
     public var activeDownloads: Int
     public var bytesPerSecond: Double
+    /// The download directory it shares with the fleet, or "" when it writes into its own.
+    public var sharedDirectory: String
 
-    public init(name: String, address: String = "", activeDownloads: Int = 0, bytesPerSecond: Double = 0) {
+    public init(name: String, address: String = "", activeDownloads: Int = 0, bytesPerSecond: Double = 0, sharedDirectory: String = "") {
+        self.sharedDirectory = sharedDirectory
         self.name = name
         self.address = address
         self.activeDownloads = activeDownloads

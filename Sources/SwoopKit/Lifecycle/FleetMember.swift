@@ -244,7 +244,12 @@ public actor FleetMember: Service {
         for local in held.keys { speed += (try? await manager.download(id: local).bytesPerSecond) ?? 0 }
         let sent = address
         do {
-            try await catalogue.beat(NodeBeat(name: settings.node, address: sent, activeDownloads: held.count, bytesPerSecond: speed))
+            try await catalogue.beat(
+                NodeBeat(
+                    name: settings.node, address: sent, activeDownloads: held.count + parts.count, bytesPerSecond: speed,
+                    sharedDirectory: settings.sharedDirectory ?? ""
+                )
+            )
             // An address announced while this beat was on its way goes in the next one, at once.
             if address == sent { lastBeat = now }
         } catch {
@@ -387,7 +392,18 @@ public actor FleetMember: Service {
         let deadline = ContinuousClock.now + settings.lease + settings.heartbeat
         var told = false
         while true {
-            guard let twin = try await catalogue.nodes().first(where: { $0.name == settings.node }), twin.silentFor < settings.lease.seconds else {
+            let nodes = try await catalogue.nodes()
+            // Every daemon of a fleet shares one directory, or none does: a part is written at the path its split named.
+            let mine = settings.sharedDirectory ?? ""
+            if let other = nodes.first(where: { $0.name != settings.node && $0.silentFor < settings.lease.seconds && $0.sharedDirectory != mine }) {
+                let theirs = other.sharedDirectory.isEmpty ? "writes into a directory of its own" : "shares \(other.sharedDirectory)"
+                let this = mine.isEmpty ? "would write into its own" : "would share \(mine)"
+                throw SwoopError(
+                    .invalidArgument,
+                    "node \(other.name) of this fleet \(theirs); this daemon \(this): give every daemon of a fleet the same -d with --shared-dir, or none"
+                )
+            }
+            guard let twin = nodes.first(where: { $0.name == settings.node }), twin.silentFor < settings.lease.seconds else {
                 return
             }
             if ContinuousClock.now >= deadline {
