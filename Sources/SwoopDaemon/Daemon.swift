@@ -82,7 +82,9 @@ public final class Daemon: Sendable {
             try await fleet.catalogue.prepare()
             try await FleetMember.join(catalogue: fleet.catalogue, settings: fleet.member, logger: logger)
         }
-        let rpc = Aria2RPC(manager: manager, settings: .init(secret: options.secret, roots: options.roots, catalogue: fleet?.catalogue)) { _ in
+        var rpcSettings = Aria2RPC.Settings(secret: options.secret, roots: options.roots, catalogue: fleet?.catalogue)
+        if let fleet { rpcSettings.nodeSilence = fleet.member.lease }
+        let rpc = Aria2RPC(manager: manager, settings: rpcSettings) { _ in
             trigger.fire()
         }
         var serverOptions = DaemonServer.Options(listen: options.listen)

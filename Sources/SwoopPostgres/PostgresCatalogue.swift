@@ -199,6 +199,21 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
         }
     }
 
+    public func ids(startingWith prefix: String, limit: Int) async throws -> [Download.ID] {
+        try await withErrors("reading") { [self] in
+            // Ids are lower-case hex: every one that starts with the prefix sorts before the prefix and a "g".
+            let rows = try await client.query(
+                """
+                SELECT id FROM swoop_downloads WHERE id >= \(prefix) AND id < \(prefix + "g") AND parent IS NULL ORDER BY id LIMIT \(max(0, limit))
+                """,
+                logger: logger
+            )
+            var ids: [Download.ID] = []
+            for try await id in rows.decode(String.self) where id.hasPrefix(prefix) { ids.append(Download.ID(id)) }
+            return ids
+        }
+    }
+
     public func counts() async throws -> [Download.State: Int] {
         try await withErrors("counting") { [self] in
             var counts: [Download.State: Int] = [:]

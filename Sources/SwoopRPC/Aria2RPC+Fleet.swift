@@ -46,9 +46,13 @@ extension Aria2RPC {
 
     /// `tellStatus` and the calls that read one download (getUris, getFiles, getOption, …).
     func fleetStatus(_ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> Aria2Status? {
-        let text = try p.string(0, "gid").lowercased()
-        guard Download.ID.isGID(text) else { return nil }
-        let id = Download.ID(text)
+        // A unique prefix names a download as it does on a lone daemon; none in the fleet: this daemon's own.
+        let id: Download.ID
+        do {
+            id = try await catalogue.resolve(try p.string(0, "gid"))
+        } catch let error as SwoopError where error.code == .notFound {
+            return nil
+        }
         return await fleetStatus(id, try await catalogue.entries(ids: [id]).first)
     }
 
@@ -88,9 +92,7 @@ extension Aria2RPC {
     /// Pause, unpause or remove, wherever the download runs (the node that runs it does it at its
     /// next heartbeat, or at once when the catalogue wakes it).
     func fleetControl(_ control: CatalogueControl, _ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> JSONValue {
-        let text = try p.string(0, "gid").lowercased()
-        guard Download.ID.isGID(text) else { throw RPCError.method("No such download for GID#\(text)") }
-        let id = Download.ID(text)
+        let id = try await catalogue.resolve(try p.string(0, "gid"))
         switch try await catalogue.control(control, ids: [id])[id] ?? .notFound {
         case .done, .asked:
             return .string(id.rawValue)
@@ -121,10 +123,12 @@ extension Aria2RPC {
         return .string("OK")
     }
 
-    /// The fleet's counts, and the speed of the nodes heard from within a minute.
+    /// The fleet's counts, and the speed of the nodes heard from within a lease (a node silent
+    /// longer is taken for dead: its downloads are being taken over).
     func fleetStat(_ catalogue: any DownloadCatalogue) async throws -> JSONValue {
         let counts = try await catalogue.counts()
-        let speed = try await catalogue.nodes().filter { $0.silentFor < 60 }.reduce(0) { $0 + $1.bytesPerSecond }
+        let silence = settings.nodeSilence.seconds
+        let speed = try await catalogue.nodes().filter { $0.silentFor < silence }.reduce(0) { $0 + $1.bytesPerSecond }
         let count = { (states: Set<Download.State>) in states.reduce(0) { $0 + counts[$1, default: 0] } }
         return .object([
             "downloadSpeed": .decimal(Aria2Status.whole(speed)),

@@ -18,6 +18,9 @@ public final class Aria2RPC: Sendable {
         public var roots: DownloadRoots
         /// A fleet's shared queue: `addUri` adds there, for whichever daemon has room.
         public var catalogue: (any DownloadCatalogue)?
+        /// How long a node of the fleet may be silent and still count (its speed in `getGlobalStat`):
+        /// the lease, after which its downloads are another node's to take.
+        public var nodeSilence: Duration = .seconds(15)
         public init(secret: String, roots: DownloadRoots, catalogue: (any DownloadCatalogue)? = nil) {
             self.secret = secret
             self.roots = roots

@@ -118,6 +118,17 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         }
     }
 
+    public func ids(startingWith prefix: String, limit: Int) async throws -> [Download.ID] {
+        try await withErrors("reading") {
+            try await database.read { db in
+                try String.fetchAll(
+                    db, sql: "SELECT id FROM catalogue_downloads WHERE id >= ? AND id < ? AND parent IS NULL ORDER BY id LIMIT ?",
+                    arguments: [prefix, prefix + "g", max(0, limit)]
+                ).filter { $0.hasPrefix(prefix) }.map(Download.ID.init)
+            }
+        }
+    }
+
     public func counts() async throws -> [Download.State: Int] {
         try await withErrors("counting") {
             try await database.read { db in

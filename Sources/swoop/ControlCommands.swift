@@ -179,7 +179,7 @@ struct RemoveCommand: AsyncParsableCommand {
         if ids.isEmpty && !failed && !completed { throw ValidationError("give download ids, or --failed / --completed") }
         if fleet.store != nil {
             if let flag = [(failed, "--failed"), (completed, "--completed"), (deleteFile, "--delete-file")].first(where: \.0)?.1 {
-                throw ValidationError("\(flag) is for this machine's downloads, not yet with --store (give the fleet's download ids)")
+                throw ValidationError("\(flag) is for this machine's downloads; a fleet's downloads are removed by id, and their files stay")
             }
         }
     }

@@ -55,20 +55,13 @@ func withCatalogue<Result>(_ catalogue: PostgresCatalogue, _ body: (PostgresCata
 
 /// The fleet's downloads whose ids are `ids` or start with them (each must name one).
 func resolveFleetIDs(_ ids: [String], in catalogue: PostgresCatalogue) async throws -> [Download.ID] {
-    let exact = ids.filter(Download.ID.isGID).map(Download.ID.init)
-    if exact.count == ids.count { return exact }
-    var all: [Download.ID] = []
-    var offset = 0
-    while true {
-        let page = try await catalogue.entries(in: nil, offset: offset, limit: 10_000)
-        all += page.map(\.id)
-        offset += page.count
-        if page.count < 10_000 { break }
+    var resolved: [Download.ID] = []
+    for text in ids {
+        do {
+            resolved.append(try await catalogue.resolve(text))
+        } catch let error as SwoopError where error.code == .notFound {
+            throw SwoopError(.notFound, "no download \(text) in the fleet")
+        }
     }
-    return try ids.map { prefix in
-        let matches = all.filter { $0.rawValue.hasPrefix(prefix.lowercased()) }
-        guard let first = matches.first else { throw SwoopError(.notFound, "no download \(prefix) in the fleet") }
-        guard matches.count == 1 else { throw SwoopError(.invalidArgument, "\(prefix) names \(matches.count) downloads of the fleet: give more of the id") }
-        return first
-    }
+    return resolved
 }

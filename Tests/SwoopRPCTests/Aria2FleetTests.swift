@@ -121,6 +121,22 @@ struct Aria2FleetTests {
         }
     }
 
+    @Test func aUniquePrefixNamesADownloadOfTheFleet() async throws {
+        let fleet = try await Fleet.make()
+        defer { Task { await fleet.stop() } }
+        let (f, gids) = (fleet.fixture, fleet.gids)
+        #expect(await f.status(String(gids[2].prefix(8)))["gid"]?.string == gids[2])
+        #expect(await f.value("aria2.pause", .string(String(gids[3].prefix(6)))) == .string(gids[3]))
+        let twins = ["abc0000000000001", "abc0000000000002"].map { CatalogueItem(id: Download.ID($0), urls: ["http://127.0.0.1/twin"]) }
+        try await fleet.catalogue.add(twins)
+        #expect(
+            await f.call("aria2.tellStatus", "abc").errorMessage
+                == "download id abc is ambiguous: it matches 2 downloads (abc0000000000001, abc0000000000002)"
+        )
+        #expect(await f.call("aria2.unpause", "abc00").errorMessage?.hasPrefix("download id abc00 is ambiguous") == true)
+        #expect(await f.value("aria2.remove", "abc0000000000002") == "abc0000000000002")
+    }
+
     @Test func aDaemonOutsideAFleetHasNoNodes() async throws {
         let fixture = try await RPCFixture.make()
         defer { Task { await fixture.stop() } }

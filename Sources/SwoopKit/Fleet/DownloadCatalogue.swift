@@ -29,6 +29,10 @@ public protocol DownloadCatalogue: Sendable {
     /// How many entries there are in each state (a state with none is left out).
     func counts() async throws -> [Download.State: Int]
 
+    /// At most `limit` ids of downloads (not parts) that start with `prefix` (lower-case hex), in
+    /// order: what a short id names.
+    func ids(startingWith prefix: String, limit: Int) async throws -> [Download.ID]
+
     /// The parts of a split download, first byte first (none for one that is not split).
     func parts(of id: Download.ID) async throws -> [CatalogueEntry]
 
@@ -74,6 +78,15 @@ public protocol DownloadCatalogue: Sendable {
 }
 
 extension DownloadCatalogue {
+    /// The download a full id or a unique prefix of one names (``Download/ID/resolve(_:among:)``'s
+    /// errors: not an id, none, several).
+    public func resolve(_ text: String) async throws -> Download.ID {
+        let needle = text.lowercased()
+        if Download.ID.isGID(needle) { return Download.ID(needle) }
+        guard !needle.isEmpty, needle.utf8.count <= 16, needle.allSatisfy(\.isHexDigit) else { return try Download.ID.resolve(text, among: []) }
+        return try Download.ID.resolve(text, among: try await ids(startingWith: needle, limit: 4))
+    }
+
     public func settle(_ ends: [ClaimEnd]) async throws -> [Bool] {
         var results: [Bool] = []
         for end in ends { results.append(try await settle(end.claim, as: end.outcome)) }

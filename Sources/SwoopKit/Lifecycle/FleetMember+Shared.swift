@@ -43,13 +43,16 @@ extension FleetMember {
         let (catalogue, client, logger) = (catalogue, manager.client, logger)
         let (directory, partSize) = (settings.sharedDirectory ?? request.directory, settings.partSize)
         let configuration = request.settings.applied(to: manager.configuration)
+        // A download held to a rate runs whole on one node, whose manager holds it there (parts on
+        // several nodes would each take the whole rate).
+        let limited = request.bytesPerSecond != nil || configuration.limits.perDownloadBytesPerSecond != nil
         let task = Task {
             let adoption: Adoption
             do {
                 let parts = try await catalogue.parts(of: claim.id)
                 if !parts.isEmpty, parts.allSatisfy({ $0.state != .failed && $0.state != .removed }) {
                     adoption = .watch
-                } else if let probe = try await SharedFile.probe(request, configuration: configuration, client: client, logger: logger),
+                } else if !limited, let probe = try await SharedFile.probe(request, configuration: configuration, client: client, logger: logger),
                     probe.length >= 2 * partSize || (takenOver && probe.length > 0)
                 {
                     let old = parts.first?.part

@@ -242,6 +242,7 @@ public actor FleetMember: Service {
         if let lastBeat, now - lastBeat < settings.heartbeat { return }
         var speed = 0.0
         for local in held.keys { speed += (try? await manager.download(id: local).bytesPerSecond) ?? 0 }
+        for run in parts.values { speed += run.transfer.bytesPerSecond }
         let sent = address
         do {
             try await catalogue.beat(
@@ -288,6 +289,9 @@ public actor FleetMember: Service {
                 // already has a download of that id (one it ran under another directory, say).
                 let newHere = (try? await manager.download(id: claim.id)) == nil
                 if newHere { request.id = claim.id }
+                if claim.epoch > 1 {
+                    logger.info("claimed download \(claim.id), which ran before (claim \(claim.epoch))", metadata: ["download.url": "\(request.url)"])
+                }
                 // Shared mode: a large file is split across the fleet (or its parts found), and watched here.
                 if settings.sharedDirectory != nil {
                     adopt(claim, request, takenOver: newHere && claim.epoch > 1)
