@@ -123,6 +123,38 @@ struct FleetCommandTests {
         #expect(listed.stdoutLines.count == 9 && listed.stdoutLines.dropFirst().allSatisfy { $0.contains(" completed ") }, "\(listed.stdout)")
     }
 
+    @Test func threeDaemonsShareThreeHundredFilesAndFetchEachOnce() async throws {
+        let fleet = try await Fleet()
+        let server = try await TestServer.start()
+        var bodies: [String: [UInt8]] = [:]
+        for index in 0..<300 {
+            let body = Resource.random(size: 4 << 10, seed: UInt64(1000 + index))
+            server.serve("/many-\(index).bin", Resource(body: body, etag: "\"m\(index)\""))
+            bodies["many-\(index).bin"] = body
+        }
+        var daemons: [(running: SwoopBinary.Running, out: String)] = []
+        for node in ["red", "green", "blue"] { daemons.append(try await fleet.daemon(node, extra: ["-j", "4"])) }
+        let workspace = try SwoopBinary.workspace("swoop-fleet-user").root
+        let list = workspace + "/urls.txt"
+        try bodies.keys.sorted().map { server.url("/\($0)") }.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        #expect(try await fleet.run(["add", "-i", list], in: workspace).status == 0)
+        let catalogue = try fleet.catalogue()
+        let done = await eventuallyAsync(timeout: .seconds(120)) { (try? await catalogue.counts()) == [.completed: 300] }
+        let entries = try await catalogue.entries(in: nil, offset: 0, limit: 400)
+        for daemon in daemons { daemon.running.signal(SIGTERM) }
+        for daemon in daemons { _ = await daemon.running.wait(timeout: .seconds(30)) }
+        await catalogue.close()
+        try await server.shutdown()
+        try #require(done, "\(Dictionary(grouping: entries, by: \.state).mapValues(\.count))")
+        // Each file fetched once (the server's log), byte-exact, in exactly one daemon's directory; all three worked.
+        for (name, body) in bodies {
+            #expect(server.requests(to: "/\(name)").count == 1, "\(name)")
+            let places = daemons.map(\.out).filter { FileManager.default.fileExists(atPath: $0 + "/" + name) }
+            #expect(places.count == 1 && sha256Hex(file: places[0] + "/" + name) == sha256Hex(body), "\(name): \(places)")
+        }
+        #expect(Set(entries.compactMap(\.node)) == ["red", "green", "blue"])
+    }
+
     @Test func pauseResumeAndRemoveActWhereTheDownloadRuns() async throws {
         let fleet = try await Fleet()
         let server = try await TestServer.start()
