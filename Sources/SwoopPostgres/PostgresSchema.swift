@@ -56,6 +56,10 @@ enum PostgresSchema {
         [
             "ALTER TABLE swoop_downloads ADD COLUMN parent text, ADD COLUMN part text",
             "CREATE INDEX swoop_downloads_parts ON swoop_downloads (parent, position) WHERE parent IS NOT NULL",
+            // A node that takes no parts claims through an index whose predicate is exactly its
+            // query's: before the table's first ANALYZE, `parent IS NULL` on the older one was
+            // estimated rare, and claims sorted every waiting row (100,000 files: 70 s of CPU, not 13).
+            "CREATE INDEX swoop_downloads_queue_whole ON swoop_downloads (priority DESC, position) WHERE state = 'waiting' AND parent IS NULL",
             "ALTER TABLE swoop_nodes ADD COLUMN shared_dir text NOT NULL DEFAULT ''",
         ],
     ]
