@@ -36,12 +36,19 @@ extension Aria2RPC {
 
     /// A fleet's download as this daemon shows it: live from its own manager while it runs here (or
     /// when the catalogue does not know it, or agrees on its state), else from the catalogue.
-    func fleetStatus(_ id: Download.ID, _ entry: CatalogueEntry?) async -> Aria2Status? {
-        let local = try? await manager.details(id: id)
+    func fleetStatus(local: DownloadDetails?, _ entry: CatalogueEntry?) -> Aria2Status? {
         if let local, local.download.state == .active || entry == nil || entry?.state == local.download.state {
             return status(local)
         }
         return entry.map { Aria2Status(fleet: $0, roots: settings.roots) }
+    }
+
+    /// A list's entries as this daemon shows them, its own downloads among them read in one go.
+    func fleetStatuses(_ entries: [CatalogueEntry]) async -> [Aria2Status] {
+        let local = ((try? await manager.details(ids: entries.map(\.id))) ?? []).reduce(into: [Download.ID: DownloadDetails]()) {
+            $0[$1.download.id] = $1
+        }
+        return entries.compactMap { fleetStatus(local: local[$0.id], $0) }
     }
 
     /// `tellStatus` and the calls that read one download (getUris, getFiles, getOption, …).
@@ -53,16 +60,12 @@ extension Aria2RPC {
         } catch let error as SwoopError where error.code == .notFound {
             return nil
         }
-        return await fleetStatus(id, try await catalogue.entries(ids: [id]).first)
+        return fleetStatus(local: try? await manager.details(id: id), try await catalogue.entries(ids: [id]).first)
     }
 
     func fleetActive(_ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> JSONValue {
         let keys = try p.keys(0)
-        let entries = try await allEntries(catalogue, states: [.active])
-        var statuses: [Aria2Status] = []
-        for entry in entries {
-            if let status = await fleetStatus(entry.id, entry) { statuses.append(status) }
-        }
+        let statuses = await fleetStatuses(try await catalogue.allEntries(in: [.active], pageSize: Self.fleetPageSize))
         return Aria2Status.list(statuses, count: statuses.count, keys: keys)
     }
 
@@ -72,21 +75,8 @@ extension Aria2RPC {
         let page = try Self.page(count: states.reduce(0) { $0 + counts[$1, default: 0] }, p)
         guard let low = page.indices.min(), let high = page.indices.max() else { return .array([]) }
         let entries = try await catalogue.entries(in: states, offset: low, limit: high - low + 1)
-        var statuses: [Aria2Status] = []
-        for index in page.indices where index - low < entries.count {
-            if let status = await fleetStatus(entries[index - low].id, entries[index - low]) { statuses.append(status) }
-        }
+        let statuses = await fleetStatuses(page.indices.filter { $0 - low < entries.count }.map { entries[$0 - low] })
         return Aria2Status.list(statuses, count: statuses.count, keys: page.keys)
-    }
-
-    /// Every entry in `states`, a page at a time.
-    func allEntries(_ catalogue: any DownloadCatalogue, states: Set<Download.State>) async throws -> [CatalogueEntry] {
-        var entries: [CatalogueEntry] = []
-        while true {
-            let page = try await catalogue.entries(in: states, offset: entries.count, limit: Self.fleetPageSize)
-            entries += page
-            if page.count < Self.fleetPageSize { return entries }
-        }
     }
 
     /// Pause, unpause or remove, wherever the download runs (the node that runs it does it at its
@@ -113,7 +103,7 @@ extension Aria2RPC {
     }
 
     func fleetControlAll(_ control: CatalogueControl, _ catalogue: any DownloadCatalogue, states: Set<Download.State>) async throws -> JSONValue {
-        let ids = try await allEntries(catalogue, states: states).map(\.id)
+        let ids = try await catalogue.allEntries(in: states, pageSize: Self.fleetPageSize).map(\.id)
         var start = 0
         while start < ids.count {
             let end = min(ids.count, start + Self.fleetPageSize)
@@ -130,14 +120,9 @@ extension Aria2RPC {
         let silence = settings.nodeSilence.seconds
         let speed = try await catalogue.nodes().filter { $0.silentFor < silence }.reduce(0) { $0 + $1.bytesPerSecond }
         let count = { (states: Set<Download.State>) in states.reduce(0) { $0 + counts[$1, default: 0] } }
-        return .object([
-            "downloadSpeed": .decimal(Aria2Status.whole(speed)),
-            "uploadSpeed": .string("0"),
-            "numActive": .decimal(counts[.active, default: 0]),
-            "numWaiting": .decimal(count(Self.waitingStates)),
-            "numStopped": .decimal(count(Self.stoppedStates)),
-            "numStoppedTotal": .decimal(count(Self.stoppedStates)),
-        ])
+        return Self.globalStat(
+            bytesPerSecond: speed, active: counts[.active, default: 0], waiting: count(Self.waitingStates), stopped: count(Self.stoppedStates)
+        )
     }
 
     /// `swoop.getNodes`: the fleet's daemons, as `swoop nodes` lists them (numbers as aria2 writes

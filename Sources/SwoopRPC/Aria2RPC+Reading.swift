@@ -188,10 +188,15 @@ extension Aria2RPC {
         // paused and interrupted ones.
         let waiting = stats.waiting + counts[.paused, default: 0] + counts[.interrupted, default: 0]
         let stopped = [Download.State.completed, .failed, .removed].reduce(0) { $0 + counts[$1, default: 0] }
-        return .object([
-            "downloadSpeed": .decimal(Aria2Status.whole(stats.bytesPerSecond)),
+        return Self.globalStat(bytesPerSecond: stats.bytesPerSecond, active: stats.active, waiting: waiting, stopped: stopped)
+    }
+
+    /// `getGlobalStat`'s answer, as aria2 writes it (a lone daemon's and a fleet's).
+    static func globalStat(bytesPerSecond: Double, active: Int, waiting: Int, stopped: Int) -> JSONValue {
+        .object([
+            "downloadSpeed": .decimal(Aria2Status.whole(bytesPerSecond)),
             "uploadSpeed": .string("0"),
-            "numActive": .decimal(stats.active),
+            "numActive": .decimal(active),
             "numWaiting": .decimal(waiting),
             "numStopped": .decimal(stopped),
             "numStoppedTotal": .decimal(stopped),

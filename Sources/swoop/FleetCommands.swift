@@ -70,12 +70,7 @@ enum FleetActions {
 
     /// Lists the fleet's downloads (in `states`, or all), in queue order.
     static func list(_ catalogue: PostgresCatalogue, states: Set<Download.State>?, console: Console) async throws {
-        var entries: [CatalogueEntry] = []
-        while true {
-            let page = try await catalogue.entries(in: states, offset: entries.count, limit: 10_000)
-            entries += page
-            if page.count < 10_000 { break }
-        }
+        let entries = try await catalogue.allEntries(in: states)
         console.result(entries.isEmpty ? "no downloads in the fleet" : FleetTable.downloads(entries).joined(separator: "\n"))
     }
 

@@ -5,6 +5,7 @@ installed (Selenium is told where they are, so it never looks for a driver on th
 import http.server
 import os
 import shutil
+import subprocess
 import threading
 
 from selenium import webdriver
@@ -52,3 +53,14 @@ def serve(routes):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]
+
+
+def stop(processes, timeout=20):
+    """Stops daemons as a user would (SIGTERM), all at once, killing those that outlast `timeout`."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()

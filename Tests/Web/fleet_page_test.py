@@ -101,13 +101,7 @@ def main():
     finally:
         if driver:
             driver.quit()
-        for daemon in daemons:
-            daemon.terminate()
-        for daemon in daemons:
-            try:
-                daemon.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
+        browser.stop(daemons)
         files.shutdown()
         shutil.rmtree(work, ignore_errors=True)
 

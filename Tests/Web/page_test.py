@@ -275,11 +275,7 @@ def main():
     finally:
         if driver:
             driver.quit()
-        daemon.terminate()
-        try:
-            daemon.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
+        browser.stop([daemon])
         files.shutdown()
         shutil.rmtree(work, ignore_errors=True)
 

@@ -78,6 +78,16 @@ public protocol DownloadCatalogue: Sendable {
 }
 
 extension DownloadCatalogue {
+    /// Every entry in `states` (all when `nil`), in queue order, read `pageSize` at a time.
+    public func allEntries(in states: Set<Download.State>?, pageSize: Int = 10_000) async throws -> [CatalogueEntry] {
+        var entries: [CatalogueEntry] = []
+        while true {
+            let page = try await self.entries(in: states, offset: entries.count, limit: pageSize)
+            entries += page
+            if page.count < pageSize { return entries }
+        }
+    }
+
     /// The download a full id or a unique prefix of one names (``Download/ID/resolve(_:among:)``'s
     /// errors: not an id, none, several).
     public func resolve(_ text: String) async throws -> Download.ID {
