@@ -83,7 +83,10 @@ public final class Daemon: Sendable {
             try await FleetMember.join(catalogue: fleet.catalogue, settings: fleet.member, logger: logger)
         }
         var rpcSettings = Aria2RPC.Settings(secret: options.secret, roots: options.roots, catalogue: fleet?.catalogue)
-        if let fleet { rpcSettings.nodeSilence = fleet.member.lease }
+        if let fleet {
+            rpcSettings.nodeSilence = fleet.member.lease
+            rpcSettings.node = fleet.member.node
+        }
         let rpc = Aria2RPC(manager: manager, settings: rpcSettings) { _ in
             trigger.fire()
         }

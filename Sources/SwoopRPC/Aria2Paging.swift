@@ -1,3 +1,5 @@
+import SwoopKit
+
 /// aria2's list arithmetic. Pure.
 public enum Aria2Paging {
     /// The indices `tellWaiting` and `tellStopped` return for a list of `count`: `[offset,
@@ -20,15 +22,18 @@ public enum Aria2Paging {
     ///
     /// - Throws: ``RPCError`` for any other `how`.
     public static func position(current: Int, count: Int, pos: Int, how: String) throws -> Int {
-        let base: Int
+        CatalogueRules.index(moving: pos, from: try anchor(how), current: current, count: count)
+    }
+
+    /// `changePosition`'s `how`.
+    ///
+    /// - Throws: ``RPCError`` for anything but `POS_SET`, `POS_CUR` or `POS_END`.
+    public static func anchor(_ how: String) throws -> QueueAnchor {
         switch how {
-        case "POS_SET": base = 0
-        case "POS_CUR": base = current
-        case "POS_END": base = count - 1
+        case "POS_SET": return .start
+        case "POS_CUR": return .current
+        case "POS_END": return .end
         default: throw RPCError.method("how must be POS_SET, POS_CUR or POS_END (got '\(how)')")
         }
-        // Clamped first: any Int is a valid (if far) offset, and none may overflow.
-        let offset = max(-count, min(count, pos))
-        return max(0, min(count - 1, base + offset))
     }
 }

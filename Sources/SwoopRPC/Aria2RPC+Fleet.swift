@@ -20,10 +20,7 @@ extension Aria2RPC {
         case "aria2.unpauseAll": return try await fleetControlAll(.resume, catalogue, states: [.paused, .interrupted])
         case "aria2.getGlobalStat": return try await fleetStat(catalogue)
         case "swoop.getNodes": return try await fleetNodes(catalogue)
-        case "aria2.changePosition", "aria2.changeOption", "aria2.changeUri", "aria2.removeDownloadResult",
-            "aria2.purgeDownloadResult", "swoop.removeWithFile", "swoop.getFileLink":
-            throw RPCError.method("\(method) is not available for a fleet's shared queue (use pause, unpause and remove)")
-        default: return nil
+        default: return try await performFleetEdit(method, p, catalogue)
         }
     }
 

@@ -83,11 +83,7 @@ extension Aria2RPC {
     /// options only a new download can take (dir, out, header, checksum, pause) are refused by name.
     func changeOption(_ p: Parameters) async throws -> JSONValue {
         let id = try await p.gid(0, among: try await self.allIDs())
-        let given = try p.options(1)
-        for name in ["dir", "out", "header", "checksum", "pause", "user-agent", "allow-overwrite", "auto-file-renaming"]
-        where given[name] != nil {
-            throw RPCError.method("\(name) cannot be changed after a download is added")
-        }
+        let given = try Self.changeableOptions(p)
         let options = try Aria2Options(given)
         let state = try await manager.download(id: id).state
         guard !Aria2Status.isStopped(state) else {
@@ -115,22 +111,44 @@ extension Aria2RPC {
             guard !Aria2Status.isStopped(record.state) else {
                 throw RPCError.method("download \(id) is \(Aria2Status.status(record.state)): its URIs cannot change")
             }
-            var uris = [record.url] + record.mirrors
-            var deleted = 0
-            for uri in removing {
-                if let index = uris.firstIndex(of: uri) {
-                    uris.remove(at: index)
-                    deleted += 1
-                }
-            }
-            let at = min(max(position ?? uris.count, 0), uris.count)
-            uris.insert(contentsOf: adding, at: at)
-            guard let first = uris.first else { throw RPCError.method("a download needs at least one URI") }
-            if first != record.url { try await manager.changeURL(id, to: first) }
-            if Array(uris.dropFirst()) != record.mirrors { try await manager.setMirrors(id, Array(uris.dropFirst())) }
+            let (uris, deleted) = try Self.edited([record.url] + record.mirrors, removing: removing, adding: adding, at: position)
+            try await Self.changeSources(id, of: record, to: uris, in: manager)
             return deleted
         }
         return .array([.integer(Int64(deleted)), .integer(Int64(adding.count))])
+    }
+
+    /// The options `changeOption` was given (its second parameter), refused when they name one
+    /// that cannot change once a download is added.
+    static func changeableOptions(_ p: Parameters) throws -> [String: JSONValue] {
+        let given = try p.options(1)
+        for name in ["dir", "out", "header", "checksum", "pause", "user-agent", "allow-overwrite", "auto-file-renaming"]
+        where given[name] != nil {
+            throw RPCError.method("\(name) cannot be changed after a download is added")
+        }
+        return given
+    }
+
+    /// `uris` after `changeUri`: each of `removing` taken out once, `adding` put at `position`
+    /// (default: the end). Returns them and how many were taken out. Pure.
+    static func edited(_ uris: [String], removing: [String], adding: [String], at position: Int?) throws -> (uris: [String], deleted: Int) {
+        var uris = uris
+        var deleted = 0
+        for uri in removing {
+            if let index = uris.firstIndex(of: uri) {
+                uris.remove(at: index)
+                deleted += 1
+            }
+        }
+        uris.insert(contentsOf: adding, at: min(max(position ?? uris.count, 0), uris.count))
+        guard !uris.isEmpty else { throw RPCError.method("a download needs at least one URI") }
+        return (uris, deleted)
+    }
+
+    /// Moves the manager's download to `uris` (the URL first, then its mirrors).
+    static func changeSources(_ id: Download.ID, of record: DownloadRecord, to uris: [String], in manager: DownloadManager) async throws {
+        if uris[0] != record.url { try await manager.changeURL(id, to: uris[0]) }
+        if Array(uris.dropFirst()) != record.mirrors { try await manager.setMirrors(id, Array(uris.dropFirst())) }
     }
 
     func globalOption() async -> JSONValue {

@@ -21,6 +21,8 @@ public final class Aria2RPC: Sendable {
         /// How long a node of the fleet may be silent and still count (its speed in `getGlobalStat`):
         /// the lease, after which its downloads are another node's to take.
         public var nodeSilence: Duration = .seconds(15)
+        /// This daemon's node name in the fleet: a download it runs itself is changed live.
+        public var node: String?
         public init(secret: String, roots: DownloadRoots, catalogue: (any DownloadCatalogue)? = nil) {
             self.secret = secret
             self.roots = roots

@@ -177,15 +177,26 @@ struct RemoveCommand: AsyncParsableCommand {
 
     func validate() throws {
         if ids.isEmpty && !failed && !completed { throw ValidationError("give download ids, or --failed / --completed") }
-        if fleet.store != nil {
-            if let flag = [(failed, "--failed"), (completed, "--completed"), (deleteFile, "--delete-file")].first(where: \.0)?.1 {
-                throw ValidationError("\(flag) is for this machine's downloads; a fleet's downloads are removed by id, and their files stay")
-            }
+        if fleet.store != nil, deleteFile {
+            throw ValidationError("--delete-file deletes files on this machine; a fleet's files are on its nodes: call swoop.removeWithFile on the node that has it")
         }
     }
 
     func run() async throws {
-        if try await onFleet(fleet, .remove, self.ids, global) { return }
+        if fleet.store != nil {
+            let console = Console(quiet: global.quiet)
+            do {
+                guard let catalogue = try await fleet.catalogue() else { return }
+                try await withCatalogue(catalogue) { [ids, failed, completed] catalogue in
+                    if !ids.isEmpty { try await FleetActions.remove(ids: ids, in: catalogue, console: console) }
+                    let states: Set<Download.State> = Set((failed ? [.failed] : []) + (completed ? [.completed] : []))
+                    if !states.isEmpty { try await FleetActions.forget(states, in: catalogue, console: console) }
+                }
+            } catch let error as SwoopError {
+                throw error.exit(on: console)
+            }
+            return
+        }
         var ids = self.ids
         if failed || completed {
             let states: Set<Download.State> = Set((failed ? [.failed] : []) + (completed ? [.completed] : []))

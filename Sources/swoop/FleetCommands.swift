@@ -68,10 +68,63 @@ enum FleetActions {
         }
     }
 
-    /// Lists the fleet's downloads (in `states`, or all), in queue order.
-    static func list(_ catalogue: PostgresCatalogue, states: Set<Download.State>?, console: Console) async throws {
-        let entries = try await catalogue.allEntries(in: states)
-        console.result(entries.isEmpty ? "no downloads in the fleet" : FleetTable.downloads(entries).joined(separator: "\n"))
+    /// Lists the fleet's downloads (in `states`, or all), in queue order: a table, or one JSON
+    /// array. With `ids`, those downloads in full (one field a line), or their JSON.
+    static func list(_ catalogue: PostgresCatalogue, states: Set<Download.State>?, ids: [String], json: Bool, console: Console) async throws {
+        let entries: [CatalogueEntry]
+        if ids.isEmpty {
+            entries = try await catalogue.allEntries(in: states)
+        } else {
+            entries = try await catalogue.entries(ids: try await resolveFleetIDs(ids, in: catalogue)).filter { states?.contains($0.state) ?? true }
+        }
+        if json {
+            console.result(try JSONOutput.line(entries.map(FleetListing.init)))
+        } else if ids.isEmpty {
+            console.result(entries.isEmpty ? "no downloads in the fleet" : FleetTable.downloads(entries).joined(separator: "\n"))
+        } else {
+            var shown: [String] = []
+            for entry in entries { shown.append(FleetTable.details(entry, parts: try await catalogue.parts(of: entry.id))) }
+            console.result(shown.joined(separator: "\n\n"))
+        }
+    }
+
+    /// `rm --store`: removes downloads wherever they run, and forgets them once stopped (a running
+    /// one as soon as its node stopped it, waited for up to `wait`). One line each.
+    static func remove(ids: [String], in catalogue: PostgresCatalogue, console: Console, wait: Duration = .seconds(10)) async throws {
+        let resolved = try await resolveFleetIDs(ids, in: catalogue)
+        let effects = try await catalogue.control(.remove, ids: resolved)
+        var running = resolved.filter { if case .asked = effects[$0] { true } else { false } }
+        let deadline = ContinuousClock.now + wait
+        while !running.isEmpty, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            let stillActive = Set(try await catalogue.entries(ids: running).filter { $0.state == .active }.map(\.id))
+            running = running.filter(stillActive.contains)
+        }
+        let forgotten = try await catalogue.forget(ids: resolved.filter { !running.contains($0) })
+        var failed: SwoopError?
+        for id in resolved {
+            let short = id.rawValue.prefix(8)
+            switch (effects[id] ?? .notFound, forgotten[id]) {
+            case (.notFound, _):
+                console.error("no download \(id) in the fleet")
+                failed = failed ?? SwoopError(.notFound, "")
+            case (.asked(let node), nil):
+                console.result("\(short): asked \(node), which runs it, to remove it (still listed until it stops there)")
+            case (_, .done?):
+                console.result("\(short): removed")
+            case (_, let other):
+                console.error("\(short) could not be forgotten: \(String(describing: other))")
+                failed = failed ?? SwoopError(.store, "")
+            }
+        }
+        if let failed { throw ExitCode(ExitStatus.code(for: failed)) }
+    }
+
+    /// `rm --failed --completed --store`: forgets every such download of the fleet (their files stay).
+    static func forget(_ states: Set<Download.State>, in catalogue: PostgresCatalogue, console: Console) async throws {
+        let count = try await catalogue.forget(in: states)
+        let which = states.map(\.rawValue).sorted().joined(separator: " or ")
+        console.result(count == 0 ? "nothing to remove" : "removed \(count) \(which) download\(count == 1 ? "" : "s") from the fleet")
     }
 
     /// Pauses, resumes or removes downloads of the fleet, wherever they run; one line each.
@@ -109,6 +162,30 @@ enum FleetTable {
         return columns(["NODE", "ADDRESS", "ACTIVE", "SPEED", "LAST HEARTBEAT"], rows)
     }
 
+    /// One download in full, one field a line (`swoop ls --store ID`), with its parts when split.
+    static func details(_ entry: CatalogueEntry, parts: [CatalogueEntry]) -> String {
+        let size = entry.totalBytes.map { "\(ByteFormatting.format($0)) (\($0) bytes)" } ?? "unknown"
+        var lines = [
+            "id:     \(entry.id.rawValue)",
+            "url:    \(entry.urls.first ?? "")",
+            "state:  \(entry.state.rawValue)",
+            "node:   \(entry.node.map { "\($0) (claim \(entry.epoch))" } ?? "(not claimed yet)")",
+            "file:   \(entry.fileName ?? "(not named yet)")",
+            "size:   \(size)",
+            "done:   \(entry.completedBytes) bytes",
+        ]
+        if entry.state == .active { lines.append("speed:  \(ByteFormatting.rate(entry.bytesPerSecond))") }
+        if let error = entry.error { lines.append("error:  \(error)") }
+        if entry.urls.count > 1 { lines.append("mirrors: " + entry.urls.dropFirst().joined(separator: ", ")) }
+        if entry.priority != 0 { lines.append("priority: \(entry.priority)") }
+        if !parts.isEmpty {
+            let states = Dictionary(grouping: parts, by: \.state).map { "\($0.value.count) \($0.key.rawValue)" }.sorted()
+            let nodes = Set(parts.filter { $0.state == .active }.compactMap(\.node)).sorted()
+            lines.append("parts:  \(parts.count): " + states.joined(separator: ", ") + (nodes.isEmpty ? "" : " (on " + nodes.joined(separator: ", ") + ")"))
+        }
+        return lines.joined(separator: "\n")
+    }
+
     static func downloads(_ entries: [CatalogueEntry]) -> [String] {
         let rows = entries.map { entry -> [String] in
             let progress: String
@@ -132,5 +209,28 @@ enum FleetTable {
                 column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
             }.joined(separator: "  ")
         }
+    }
+}
+
+/// A fleet's download as `ls --store --json` prints it: the keys of `ls --json` where they mean
+/// the same, and the fleet's own (node, claim, mirrors, file name).
+struct FleetListing: Encodable {
+    var id: String
+    var url: String
+    var mirrors: [String]
+    var state: String
+    var node: String?
+    var claim: Int
+    var fileName: String?
+    var totalBytes: Int?
+    var completedBytes: Int
+    var bytesPerSecond: Double
+    var error: String?
+    var priority: Int
+
+    init(_ entry: CatalogueEntry) {
+        (id, url, mirrors, state) = (entry.id.rawValue, entry.urls.first ?? "", Array(entry.urls.dropFirst()), entry.state.rawValue)
+        (node, claim, fileName, priority) = (entry.node, entry.epoch, entry.fileName, entry.priority)
+        (totalBytes, completedBytes, bytesPerSecond, error) = (entry.totalBytes, entry.completedBytes, entry.bytesPerSecond, entry.error)
     }
 }

@@ -27,9 +27,8 @@ struct ListCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if fleet.store != nil, !ids.isEmpty || orphans || global.json {
-            let given = !ids.isEmpty ? "download ids are" : orphans ? "--orphans is" : "--json is"
-            throw ValidationError("with --store, ls prints the fleet's table; \(given) for this machine's downloads (not yet for a fleet)")
+        if fleet.store != nil, orphans {
+            throw ValidationError("--orphans looks for part files on this machine; a fleet's part files are on its nodes (run it there, without --store)")
         }
     }
 
@@ -38,7 +37,7 @@ struct ListCommand: AsyncParsableCommand {
         do {
             let states = try state.map(Self.parseStates)
             if let catalogue = try await fleet.catalogue() {
-                try await withCatalogue(catalogue) { try await FleetActions.list($0, states: states, console: console) }
+                try await withCatalogue(catalogue) { try await FleetActions.list($0, states: states, ids: ids, json: global.json, console: console) }
                 return
             }
             let store = try global.openStore()

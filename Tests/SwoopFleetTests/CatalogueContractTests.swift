@@ -257,4 +257,107 @@ struct CatalogueContractTests {
             #expect(woken)
         }
     }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func onlyStoppedDownloadsAreForgottenWithTheirParts(kind: CatalogueKind) async throws {
+        try await withFleet(kind) { fleet in
+            let catalogue = fleet[0]
+            let added = items(5)
+            try await catalogue.add(added)
+            let claims = try await catalogue.claim(ClaimRequest(node: "a", count: 3, lease: longLease, takesParts: true))
+            try #require(claims.count == 3)
+            // 0 completes, 1 is split into two parts and then removed, 2 stays active; 3 fails; 4 waits.
+            #expect(try await catalogue.settle(claims[0], as: .completed(fileName: "f-0", totalBytes: 1)))
+            let parts = (0..<2).map { CatalogueItem(urls: added[1].urls, priority: CatalogueRules.partPriority, parent: added[1].id,
+                part: CataloguePart(path: "/tmp/f-1.swoop", fileName: "f-1", start: $0 * 10, end: $0 * 10 + 9, length: 20, etag: "\"e\"", lastModified: nil)) }
+            #expect(try await catalogue.split(claims[1], into: parts))
+            #expect(try await catalogue.settle(claims[1], as: .removed))
+            let failing = try #require(try await catalogue.claim(ClaimRequest(node: "b", count: 1, lease: longLease)).first)
+            #expect(try await catalogue.settle(failing, as: .failed("gone")))
+            let effects = try await catalogue.forget(ids: added.map(\.id) + [Download.ID.make()])
+            #expect(effects[added[0].id] == .done && effects[added[1].id] == .done)
+            #expect(effects[added[2].id] == .refused(.active, node: "a"))
+            #expect(effects[added[4].id] == .refused(.waiting, node: nil))
+            #expect(effects.values.filter { $0 == .notFound }.count == 1)
+            #expect(effects[failing.id] == .done)
+            #expect(try await catalogue.parts(of: added[1].id).isEmpty)
+            #expect(try await catalogue.entries(in: nil, offset: 0, limit: 10).map(\.id) == [added[2].id, added[4].id])
+            // Purge: every stopped one at once, only those.
+            #expect(try await catalogue.settle(claims[2], as: .completed(fileName: "f-2", totalBytes: 1)))
+            #expect(try await catalogue.control(.remove, ids: [added[4].id]) == [added[4].id: .done(.removed)])
+            #expect(try await catalogue.forget(in: [.completed, .waiting]) == 1)
+            #expect(try await catalogue.counts() == [.removed: 1])
+            #expect(try await catalogue.forget(in: Set(Download.State.allCases)) == 1)
+            #expect(try await catalogue.counts() == [:])
+        }
+    }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func aWaitingDownloadMovesInTheWaitingList(kind: CatalogueKind) async throws {
+        try await withFleet(kind, nodes: 2) { fleet in
+            let catalogue = fleet[0]
+            let plain = items(5)
+            let urgent = items(1, name: "urgent", priority: 5)
+            try await catalogue.add(plain + urgent)
+            let running = try #require(try await catalogue.claim(ClaimRequest(node: "a", count: 1, lease: longLease)).first)
+            #expect(running.id == urgent[0].id)
+            #expect(try await catalogue.control(.pause, ids: [plain[3].id]) == [plain[3].id: .done(.paused)])
+            func order() async throws -> [String] {
+                try await fleet[1].entries(in: CatalogueRules.waitingList, offset: 0, limit: 100).map { String($0.urls[0].split(separator: "/").last!) }
+            }
+            #expect(try await order() == ["f-0", "f-1", "f-2", "f-3", "f-4"])
+            // To the front; to the end; from where it is; next to a neighbour with no room between.
+            #expect(try await catalogue.move(plain[4].id, by: 0, from: .start) == .moved(to: 0))
+            #expect(try await order() == ["f-4", "f-0", "f-1", "f-2", "f-3"])
+            #expect(try await catalogue.move(plain[0].id, by: 0, from: .end) == .moved(to: 4))
+            #expect(try await order() == ["f-4", "f-1", "f-2", "f-3", "f-0"])
+            #expect(try await catalogue.move(plain[3].id, by: -2, from: .current) == .moved(to: 1))
+            #expect(try await order() == ["f-4", "f-3", "f-1", "f-2", "f-0"])
+            #expect(try await catalogue.move(plain[0].id, by: 2, from: .start) == .moved(to: 2))
+            #expect(try await order() == ["f-4", "f-3", "f-0", "f-1", "f-2"])
+            #expect(try await catalogue.move(plain[2].id, by: 99, from: .current) == .moved(to: 4), "clamped; already last")
+            #expect(try await order() == ["f-4", "f-3", "f-0", "f-1", "f-2"])
+            // Every one in its own place (none share one), and the paused one keeps its state.
+            let listed = try await catalogue.entries(in: CatalogueRules.waitingList, offset: 0, limit: 100)
+            #expect(listed.first { $0.id == plain[3].id }?.state == .paused)
+            // The claims follow the new order.
+            let next = try await fleet[1].claim(ClaimRequest(node: "b", count: 2, lease: longLease))
+            #expect(next.map(\.id) == [plain[4].id, plain[0].id])
+            // Not in the waiting list: refused, naming the node that runs it.
+            #expect(try await catalogue.move(running.id, by: 0, from: .start) == .refused(.active, node: "a"))
+            #expect(try await catalogue.settle(running, as: .completed(fileName: "u", totalBytes: 1)))
+            #expect(try await catalogue.move(running.id, by: 0, from: .start) == .refused(.completed, node: nil))
+            #expect(try await catalogue.move(Download.ID.make(), by: 0, from: .start) == .notFound)
+            // Moved before a download of a higher priority: it takes that priority, and is claimed first.
+            var late = items(1, name: "late")[0]
+            late.priority = 9
+            try await catalogue.add([late])
+            #expect(try await catalogue.move(plain[2].id, by: 0, from: .start) == .moved(to: 0))
+            #expect(try await fleet[1].claim(ClaimRequest(node: "b", count: 1, lease: longLease)).map(\.id) == [plain[2].id])
+        }
+    }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func sourcesAndOptionsChangeUnlessTheDownloadRunsElsewhere(kind: CatalogueKind) async throws {
+        try await withFleet(kind) { fleet in
+            let catalogue = fleet[0]
+            let added = items(2)
+            try await catalogue.add(added)
+            let urls = ["http://other.example/f-0?sig=2", "http://127.0.0.1/mirror"]
+            #expect(try await catalogue.revise(added[0].id, urls: urls, options: nil, heldBy: nil) == .done)
+            #expect(try await catalogue.revise(added[0].id, urls: nil, options: #"{"n":9}"#, heldBy: "b") == .done)
+            var entry = try #require(try await catalogue.entries(ids: [added[0].id]).first)
+            #expect(entry.urls == urls && entry.options == #"{"n":9}"#)
+            // Per-host limits count it under its new host.
+            let claimed = try await catalogue.claim(ClaimRequest(node: "a", count: 2, lease: longLease, maxPerHost: 1))
+            #expect(Set(claimed.map(\.id)) == Set(added.map(\.id)))
+            #expect(try await catalogue.revise(added[0].id, urls: ["http://x/y"], options: nil, heldBy: "b") == .refused(.active, node: "a"))
+            #expect(try await catalogue.revise(added[0].id, urls: nil, options: #"{"n":8}"#, heldBy: "a") == .done)
+            #expect(try await catalogue.settle(claimed[0], as: .failed("x")))
+            #expect(try await catalogue.revise(claimed[0].id, urls: nil, options: "{}", heldBy: "a") == .refused(.failed, node: nil))
+            #expect(try await catalogue.revise(Download.ID.make(), urls: nil, options: "{}", heldBy: nil) == .notFound)
+            entry = try #require(try await catalogue.entries(ids: [claimed[0].id]).first)
+            #expect(claimed[0].id == added[0].id && entry.options == #"{"n":8}"#)
+        }
+    }
 }

@@ -60,6 +60,26 @@ public protocol DownloadCatalogue: Sendable {
     /// Pauses, resumes or removes downloads wherever they are (``CatalogueRules/apply(_:to:requested:node:)``).
     func control(_ control: CatalogueControl, ids: [Download.ID]) async throws -> [Download.ID: ControlEffect]
 
+    /// Forgets downloads that stopped for good (completed, failed or removed), with their parts:
+    /// aria2's removeDownloadResult. One still waiting, paused or active is refused
+    /// (``CatalogueRules/forgets(_:)``).
+    func forget(ids: [Download.ID]) async throws -> [Download.ID: EditEffect]
+
+    /// Forgets every download in `states` (only the stopped ones among them), with their parts:
+    /// aria2's purgeDownloadResult. Returns how many.
+    func forget(in states: Set<Download.State>) async throws -> Int
+
+    /// Moves a download of the waiting list (``CatalogueRules/waitingList``) `offset` places from
+    /// `anchor` (``CatalogueRules/index(moving:from:current:count:)``), taking the priority of the
+    /// downloads around its new place: aria2's changePosition. Returns ``EditEffect/moved(to:)``,
+    /// or refused for one not in the list.
+    func move(_ id: Download.ID, by offset: Int, from anchor: QueueAnchor) async throws -> EditEffect
+
+    /// Replaces a download's URLs (the first, then its mirrors) and options (the adding layer's
+    /// text), each when given, and those of its parts: aria2's changeUri and changeOption. Refused
+    /// unless it is in the waiting list, or active on `heldBy` (``CatalogueRules/revises(_:node:asker:)``).
+    func revise(_ id: Download.ID, urls: [String]?, options: String?, heldBy: String?) async throws -> EditEffect
+
     /// Records a node's heartbeat.
     func beat(_ beat: NodeBeat) async throws
 
