@@ -53,13 +53,19 @@ extension Aria2Status {
     /// A fleet's download as `tellStatus` shows it on a daemon that does not run it: from what the
     /// catalogue knows (state, node's progress, file name, error), placed where its options say.
     public init(fleet entry: CatalogueEntry, roots: DownloadRoots) {
-        let options = JSONParser.parse(Array(entry.options.utf8))?.object ?? [:]
-        let place = (try? Aria2Options(options)).flatMap { try? roots.place(dir: $0.dir, out: $0.out) }
+        let options = (try? Aria2Options(JSONParser.parse(Array(entry.options.utf8))?.object ?? [:]))
+        let place = options.flatMap { try? roots.place(dir: $0.dir, out: $0.out) }
         let directory = place?.directory ?? roots.defaultDirectory
         var record = DownloadRecord(
             id: entry.id, url: entry.urls.first ?? "", directory: directory, requestedName: place?.fileName ?? "", bootID: "", now: entry.createdAt
         )
         record.state = entry.state
+        if let options {
+            // What getOption shows: the options as stored, changed by changeOption.
+            record.settings = options.settings
+            record.checksum = options.checksum?.description
+            record.collisionPolicy = options.collisionPolicy ?? .rename
+        }
         record.fileName = entry.fileName
         record.totalBytes = entry.totalBytes
         record.committedBytes = entry.completedBytes

@@ -22,7 +22,7 @@ struct Aria2FleetTests {
             let path = NSTemporaryDirectory() + "swoop-rpc-fleet-\(UUID().uuidString).sqlite"
             let catalogue = try SQLiteCatalogue(path: path, pollInterval: .milliseconds(50))
             try await catalogue.prepare()
-            let fixture = try await RPCFixture.make(catalogue: catalogue)
+            let fixture = try await RPCFixture.make(catalogue: catalogue, node: "near")
             var gids: [String] = []
             for index in 0..<5 {
                 let options: JSONValue = index == 4 ? ["pause": "true"] : [:]
@@ -112,13 +112,90 @@ struct Aria2FleetTests {
         #expect(try await catalogue.counts() == [.active: 2, .paused: 2, .removed: 1])
         #expect(await f.value("aria2.unpauseAll") == "OK")
         #expect(try await catalogue.counts() == [.active: 2, .waiting: 2, .removed: 1])
+    }
 
-        for method in ["aria2.changePosition", "aria2.removeDownloadResult", "swoop.removeWithFile"] {
-            #expect(
-                await f.call(method, .string(gids[2]), 0, "POS_SET").errorMessage
-                    == "\(method) is not available for a fleet's shared queue (use pause, unpause and remove)"
-            )
-        }
+    @Test func positionsOptionsAndURIsChangeInTheSharedQueue() async throws {
+        let fleet = try await Fleet.make()
+        defer { Task { await fleet.stop() } }
+        let (f, gids, catalogue) = (fleet.fixture, fleet.gids, fleet.catalogue)
+        func entry(_ gid: String) async throws -> CatalogueEntry? { try await catalogue.entries(ids: [Download.ID(gid)]).first }
+        let running = "download \(gids[0]) runs on node far"
+
+        #expect(await f.value("aria2.changePosition", .string(gids[4]), 0, "POS_SET") == 0)
+        #expect(await fleet.listed("aria2.tellWaiting", 0, 10) == [[gids[4], "paused"], [gids[2], "waiting"], [gids[3], "waiting"]])
+        #expect(await f.value("aria2.changePosition", .string(String(gids[4].prefix(6))), 1, "POS_CUR") == 1)
+        #expect(await f.value("aria2.changePosition", .string(gids[3]), -5, "POS_END") == 0)
+        #expect(await fleet.listed("aria2.tellWaiting", 0, 10) == [[gids[3], "waiting"], [gids[2], "waiting"], [gids[4], "paused"]])
+        #expect(
+            await f.call("aria2.changePosition", .string(gids[0]), 0, "POS_SET").errorMessage
+                == "\(running): only a waiting or paused download has a place in the queue (pause it first)"
+        )
+        #expect(await f.call("aria2.changePosition", .string(gids[2]), 0, "POS_TOP").errorMessage == "how must be POS_SET, POS_CUR or POS_END (got 'POS_TOP')")
+
+        // Options: kept with the download (its node reads them when it claims it), shown by getOption.
+        #expect(await f.value("aria2.changeOption", .string(gids[2]), ["max-download-limit": "1M", "split": "2"]) == "OK")
+        let stored = try #require(try await entry(gids[2]))
+        let options = try #require(JSONValue.parse(Array(stored.options.utf8))?.object)
+        #expect(options["max-download-limit"] == "1M" && options["split"] == "2")
+        let shown = await f.value("aria2.getOption", .string(gids[2])).object ?? [:]
+        #expect(shown["max-download-limit"] == "1048576" && shown["split"] == "2", "\(shown)")
+        #expect(
+            await f.call("aria2.changeOption", .string(gids[0]), ["max-download-limit": "1M"]).errorMessage
+                == "\(running): its options cannot change (pause it first)"
+        )
+        #expect(await f.call("aria2.changeOption", .string(gids[2]), ["dir": "/elsewhere"]).errorMessage == "dir cannot be changed after a download is added")
+        #expect(await f.call("aria2.changeOption", .string(gids[2]), ["split": "lots"]).errorMessage?.contains("split") == true)
+
+        // URIs: the first replaced and a mirror added; the node that claims it moves to them.
+        let old = f.server.url("/f3.bin")
+        let new = f.server.url("/f3.bin?sig=2")
+        let mirror = f.server.url("/mirror/f3.bin")
+        #expect(await f.value("aria2.changeUri", .string(gids[3]), 1, [.string(old)], [.string(new), .string(mirror)]) == [1, 2])
+        #expect(try await entry(gids[3])?.urls == [new, mirror])
+        let uris = await f.value("aria2.getUris", .string(gids[3])).array?.compactMap { $0.object?["uri"]?.string }
+        #expect(uris == [new, mirror])
+        #expect(await f.call("aria2.changeUri", .string(gids[3]), 1, [.string(new), .string(mirror)], []).errorMessage == "a download needs at least one URI")
+        #expect(await f.call("aria2.changeUri", .string(gids[3]), 1, [], ["ftp://x/y"]).errorMessage?.contains("ftp://x/y") == true)
+        #expect(
+            await f.call("aria2.changeUri", .string(gids[0]), 1, [], [.string(mirror)]).errorMessage
+                == "\(running): its URIs cannot change (pause it first)"
+        )
+    }
+
+    @Test func resultsAreForgottenFleetWideAndFilesAreWhereTheyWereWritten() async throws {
+        let fleet = try await Fleet.make()
+        defer { Task { await fleet.stop() } }
+        let (f, gids, catalogue) = (fleet.fixture, fleet.gids, fleet.catalogue)
+        // The far node finishes the first waiting one (gids[2]).
+        let claim = try #require(try await catalogue.claim(ClaimRequest(node: "far", count: 1, lease: .seconds(60))).first)
+        #expect(claim.id.rawValue == gids[2])
+        #expect(try await catalogue.settle(claim, as: .completed(fileName: "f2.bin", totalBytes: 64)))
+
+        let elsewhere = "download \(gids[2])'s file is on node far (at 10.0.0.2:6800)"
+        #expect(await f.call("swoop.getFileLink", .string(gids[2])).errorMessage == "\(elsewhere): ask that daemon for the link")
+        #expect(await f.call("swoop.getFileLink", .string(gids[0])).errorMessage == "GID \(gids[0]) is not complete: it has no file to link to")
+        #expect(await f.call("swoop.removeWithFile", .string(gids[2])).errorMessage == "\(elsewhere): call swoop.removeWithFile there")
+        #expect(
+            await f.call("aria2.removeDownloadResult", .string(gids[3])).errorMessage
+                == "download \(gids[3]) is waiting: only a stopped download's result can be removed"
+        )
+        #expect(await f.value("aria2.removeDownloadResult", .string(gids[2])) == "OK")
+        #expect(try await catalogue.entries(ids: [Download.ID(gids[2])]).isEmpty)
+        #expect(await f.call("aria2.tellStatus", .string(gids[2])).errorMessage == "No such download for GID#\(gids[2])")
+
+        // Never claimed anywhere: it has no file; removed and forgotten.
+        #expect(await f.value("swoop.removeWithFile", .string(gids[3])) == .string(gids[3]))
+        #expect(try await catalogue.entries(ids: [Download.ID(gids[3])]).isEmpty)
+
+        // Purge: every stopped download of the fleet, and only those.
+        #expect(await f.value("aria2.remove", .string(gids[4])) == .string(gids[4]))
+        try await catalogue.add([CatalogueItem(urls: [f.server.url("/late.bin")])])
+        let failing = try #require(try await catalogue.claim(ClaimRequest(node: "far", count: 1, lease: .seconds(60))).first)
+        #expect(try await catalogue.settle(failing, as: .failed("gone")))
+        #expect(try await catalogue.counts() == [.active: 2, .removed: 1, .failed: 1])
+        #expect(await f.value("aria2.purgeDownloadResult") == "OK")
+        #expect(try await catalogue.counts() == [.active: 2])
+        #expect(await fleet.listed("aria2.tellStopped", 0, 10) == [])
     }
 
     @Test func aUniquePrefixNamesADownloadOfTheFleet() async throws {

@@ -15,7 +15,7 @@ struct RPCFixture {
     let runner: Task<Void, Never>
     let shutdowns: ShutdownLog
 
-    static func make(maxConcurrent: Int = 5, allowed: [String] = [], catalogue: (any DownloadCatalogue)? = nil) async throws -> RPCFixture {
+    static func make(maxConcurrent: Int = 5, allowed: [String] = [], catalogue: (any DownloadCatalogue)? = nil, node: String? = nil) async throws -> RPCFixture {
         let server = try await TestServer.start()
         let base = NSTemporaryDirectory() + "swoop-rpc-\(UUID().uuidString)"
         let root = base + "/downloads"
@@ -30,8 +30,10 @@ struct RPCFixture {
         let manager = try DownloadManager(configuration: configuration)
         let runner = Task { await manager.run() }
         let shutdowns = ShutdownLog()
+        var settings = Aria2RPC.Settings(secret: secret, roots: DownloadRoots(defaultDirectory: root, allowed: allowed), catalogue: catalogue)
+        settings.node = node
         let rpc = Aria2RPC(
-            manager: manager, settings: .init(secret: secret, roots: DownloadRoots(defaultDirectory: root, allowed: allowed), catalogue: catalogue),
+            manager: manager, settings: settings,
             shutdown: { force in shutdowns.append(force) }
         )
         return RPCFixture(server: server, root: root, manager: manager, rpc: rpc, runner: runner, shutdowns: shutdowns)
