@@ -57,7 +57,11 @@ extension Aria2RPC {
         } catch let error as SwoopError where error.code == .notFound {
             return nil
         }
-        return fleetStatus(local: try? await manager.details(id: id), try await catalogue.entries(ids: [id]).first)
+        let (local, entry) = (try? await manager.details(id: id), try await catalogue.entries(ids: [id]).first)
+        // A download that stopped here and that the fleet forgot since (removeDownloadResult on
+        // another daemon) is gone, as it is from the fleet's lists.
+        if entry == nil, let local, Aria2Status.isStopped(local.download.state) { throw RPCError.method("No such download for GID#\(id)") }
+        return fleetStatus(local: local, entry)
     }
 
     func fleetActive(_ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> JSONValue {

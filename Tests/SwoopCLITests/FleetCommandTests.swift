@@ -248,6 +248,14 @@ struct FleetCommandTests {
         let nodes = try #require(try await result(far, "swoop.getNodes", []) as? [[String: String]])
         #expect(nodes.map { $0["name"] ?? "" }.sorted() == ["runner", "watcher"], "\(nodes)")
 
+        // Options changed live on the daemon that runs it, refused by another (which would only store them).
+        let limited = try await Fleet.call(far, "aria2.changeOption", [gids[0], ["max-download-limit": "200K"]])
+        #expect((limited["error"] as? [String: Any])?["message"] as? String == "download \(gids[0]) runs on node runner: its options cannot change (pause it first)")
+        #expect(try await result(near, "aria2.changeOption", [gids[0], ["max-download-limit": "200K"]]) as? String == "OK")
+        let option = try #require(try await result(near, "aria2.getOption", [gids[0]]) as? [String: Any])
+        #expect(option["max-download-limit"] as? String == "204800", "\(option)")
+        #expect(try await catalogue.entries(ids: [Download.ID(gids[0])]).first?.options.contains(#""max-download-limit":"200K""#) == true)
+
         // Paused and removed from the daemon that does not run them.
         #expect(try await result(far, "aria2.pause", [gids[0]]) as? String == gids[0])
         #expect(try await result(far, "aria2.remove", [gids[1]]) as? String == gids[1])
@@ -265,9 +273,58 @@ struct FleetCommandTests {
         let places = [runnerOut, watcherOut].filter { FileManager.default.fileExists(atPath: $0 + "/r-0.bin") }
         #expect(places.count == 1 && places.allSatisfy { sha256Hex(file: $0 + "/r-0.bin") == sha256Hex(bodies[0]) }, "\(places)")
         #expect(![runnerOut, watcherOut].contains { FileManager.default.fileExists(atPath: $0 + "/r-1.bin") })
+        // A link to the file from the daemon that has it; the other names it.
+        let link = try await result(near, "swoop.getFileLink", [gids[0]]) as? String
+        #expect(link?.hasPrefix("/files/") == true, "\(String(describing: link))")
+        let elsewhere = try await Fleet.call(far, "swoop.getFileLink", [gids[0]])
+        #expect(
+            (elsewhere["error"] as? [String: Any])?["message"] as? String
+                == "download \(gids[0])'s file is on node runner (at 127.0.0.1:\(near)): ask that daemon for the link", "\(elsewhere)"
+        )
+        // A result forgotten from any daemon is gone from the fleet, and from the daemon that ran it.
+        #expect(try await result(far, "aria2.removeDownloadResult", [gids[1]]) as? String == "OK")
+        #expect(try await catalogue.entries(ids: [Download.ID(gids[1])]).isEmpty)
+        let forgotten = try await Fleet.call(near, "aria2.tellStatus", [gids[1]])
+        #expect((forgotten["error"] as? [String: Any])?["message"] as? String == "No such download for GID#\(gids[1])", "\(forgotten)")
 
         for daemon in [runner, watcher] { daemon.signal(SIGTERM) }
         for daemon in [runner, watcher] { _ = await daemon.wait(timeout: .seconds(30)) }
+        await catalogue.close()
+        try await server.shutdown()
+    }
+
+    @Test func lsAndRmWithStoreShowAndForgetTheFleetsDownloads() async throws {
+        let fleet = try await Fleet()
+        let server = try await TestServer.start()
+        for index in 0..<3 { server.serve("/d-\(index).bin", Resource(body: Resource.random(size: 10_000, seed: UInt64(300 + index)), etag: "\"d\(index)\"")) }
+        let (daemon, _) = try await fleet.daemon("keeper")
+        let workspace = try SwoopBinary.workspace("swoop-fleet-user").root
+        #expect(try await fleet.run(["add"] + (0..<3).map { server.url("/d-\($0).bin") }, in: workspace).status == 0)
+        let catalogue = try fleet.catalogue()
+        #expect(await eventuallyAsync(timeout: .seconds(30)) { (try? await catalogue.counts()) == [.completed: 3] })
+        let ids = try await catalogue.entries(in: nil, offset: 0, limit: 10).map(\.id.rawValue)
+        daemon.signal(SIGTERM)
+        _ = await daemon.wait(timeout: .seconds(30))
+
+        let one = try await fleet.run(["ls", String(ids[1].prefix(8))], in: workspace)
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(one.stdoutLines.prefix(7) == [
+            "id:     \(ids[1])", "url:    \(server.url("/d-1.bin"))", "state:  completed", "node:   keeper (claim 1)", "file:   d-1.bin",
+            "size:   9.77 KiB (10000 bytes)", "done:   10000 bytes",
+        ], "\(one.stdout)")
+        let json = try await fleet.run(["ls", "--json"], in: workspace)
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], "\(json.stdout)")
+        #expect(listed.map { $0["id"] as? String ?? "" } == ids)
+        #expect(listed.allSatisfy { $0["state"] as? String == "completed" && $0["node"] as? String == "keeper" && $0["completedBytes"] as? Int == 10_000 })
+
+        let removed = try await fleet.run(["rm", String(ids[0].prefix(8))], in: workspace)
+        #expect(removed.status == 0 && removed.stdout == "\(ids[0].prefix(8)): removed\n", "\(removed.stdout)\(removed.stderr)")
+        #expect(try await catalogue.entries(ids: [Download.ID(ids[0])]).isEmpty)
+        let purged = try await fleet.run(["rm", "--completed"], in: workspace)
+        #expect(purged.stdout == "removed 2 completed downloads from the fleet\n", "\(purged.stdout)\(purged.stderr)")
+        #expect(try await fleet.run(["ls"], in: workspace).stdout == "no downloads in the fleet\n")
+        let deleting = try await fleet.run(["rm", "--delete-file", ids[1]], in: workspace)
+        #expect(deleting.status != 0 && deleting.stderr.contains("a fleet's files are on its nodes"), "\(deleting.stderr)")
         await catalogue.close()
         try await server.shutdown()
     }
