@@ -233,8 +233,13 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
     public func beat(_ beat: NodeBeat) async throws {
         let first = started.withLockedValue { $0.insert(beat.name).inserted }
         try await withErrors("recording a heartbeat in") { [self] in
+            // Nodes silent too long are taken off the list in the same statement.
             try await client.query(
                 """
+                WITH gone AS (
+                    DELETE FROM swoop_nodes
+                    WHERE beat_at < clock_timestamp() - make_interval(secs => \(beat.forgetsSilentNodesAfter.seconds)) AND name <> \(beat.name)
+                )
                 INSERT INTO swoop_nodes (name, address, started_at, beat_at, active, speed, shared_dir)
                 VALUES (\(beat.name), \(beat.address), clock_timestamp(), clock_timestamp(), \(beat.activeDownloads), \(beat.bytesPerSecond),
                         \(beat.sharedDirectory))

@@ -155,6 +155,10 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
                         """,
                     arguments: [beat.name, beat.address, now, now, beat.activeDownloads, beat.bytesPerSecond, beat.sharedDirectory, first]
                 )
+                try db.execute(
+                    sql: "DELETE FROM catalogue_nodes WHERE beat_at < ? AND name <> ?",
+                    arguments: [now - beat.forgetsSilentNodesAfter.seconds, beat.name]
+                )
             }
         }
     }

@@ -227,6 +227,13 @@ struct CatalogueContractTests {
             try await fleet[0].leave(node: "alpha")
             try await fleet[0].leave(node: "nobody")
             #expect(try await fleet[1].nodes().map(\.name) == ["beta"])
+            // One silent for longer than a beat allows (killed) is taken off by another's beat.
+            try await fleet[0].beat(NodeBeat(name: "gamma"))
+            try await Task.sleep(for: .milliseconds(300))
+            try await fleet[0].beat(NodeBeat(name: "gamma", forgetsSilentNodesAfter: .seconds(3600)))
+            #expect(try await fleet[1].nodes().map(\.name) == ["beta", "gamma"])
+            try await fleet[0].beat(NodeBeat(name: "gamma", forgetsSilentNodesAfter: .milliseconds(200)))
+            #expect(try await fleet[1].nodes().map(\.name) == ["gamma"])
         }
     }
 

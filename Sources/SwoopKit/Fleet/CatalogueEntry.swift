@@ -254,9 +254,17 @@ public struct NodeBeat: Sendable, Hashable {
     public var bytesPerSecond: Double
     /// The download directory it shares with the fleet, or "" when it writes into its own.
     public var sharedDirectory: String
+    /// Other nodes silent this long are taken off the list with this beat: they were killed, or
+    /// their machine lost (one stopped gracefully leaves at once). Their claims went to other
+    /// nodes long before, when their leases ran out.
+    public var forgetsSilentNodesAfter: Duration
 
-    public init(name: String, address: String = "", activeDownloads: Int = 0, bytesPerSecond: Double = 0, sharedDirectory: String = "") {
+    public init(
+        name: String, address: String = "", activeDownloads: Int = 0, bytesPerSecond: Double = 0, sharedDirectory: String = "",
+        forgetsSilentNodesAfter: Duration = .seconds(3600)
+    ) {
         self.sharedDirectory = sharedDirectory
+        self.forgetsSilentNodesAfter = forgetsSilentNodesAfter
         self.name = name
         self.address = address
         self.activeDownloads = activeDownloads
