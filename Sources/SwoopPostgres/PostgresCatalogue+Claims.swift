@@ -55,11 +55,18 @@ extension PostgresCatalogue {
                 // Waiting downloads, and those whose lease ran out, each through its own partial index
                 // (one query with an OR would sort the whole table), merged in queue order.
                 var found: [(priority: Int, position: Int, candidate: CatalogueRules.Candidate)] = []
-                for condition in ["state = 'waiting'"] + (scanExpired ? ["state = 'active' AND lease_until < clock_timestamp() AND requested IS NULL"] : []) {
+                for waiting in [true] + (scanExpired ? [false] : []) {
+                    let condition = waiting ? "state = 'waiting'" : "state = 'active' AND lease_until < clock_timestamp() AND requested IS NULL"
+                    // Each node writes into its own directory: a waiting download with bytes on a node
+                    // that is still heard from waits for that node, which continues it from its part file.
+                    let anyNode = request.takesParts || !waiting
                     let rows = try await connection.query(
                         """
-                        SELECT id, host, priority, position FROM swoop_downloads
+                        SELECT id, host, priority, position FROM swoop_downloads d
                         WHERE \(unescaped: condition) AND host <> ALL(\(full)) \(unescaped: request.takesParts ? "" : "AND parent IS NULL")
+                            AND (\(anyNode) OR completed_bytes = 0 OR node IS NULL OR node = \(request.node) OR NOT EXISTS (
+                                SELECT 1 FROM swoop_nodes n WHERE n.name = d.node
+                                    AND n.beat_at >= clock_timestamp() - \(request.lease.seconds) * interval '1 second'))
                         ORDER BY priority DESC, position LIMIT \(window) FOR UPDATE SKIP LOCKED
                         """,
                         logger: logger

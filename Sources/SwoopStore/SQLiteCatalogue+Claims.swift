@@ -37,15 +37,21 @@ extension SQLiteCatalogue {
                 let full = CatalogueRules.fullHosts(perHost, maxPerHost: request.maxPerHost)
                 let skipping = full.isEmpty ? "" : "AND host NOT IN (\(Self.placeholders(full.count)))"
                 let window = request.maxPerHost == nil ? request.count : max(request.count * 4, 64)
+                // Each node writes into its own directory: a download with bytes on a node that is
+                // still heard from waits for that node, which continues it from its part file.
+                let elsewhere = """
+                    AND NOT (state = 'waiting' AND completed_bytes > 0 AND node IS NOT NULL AND node <> ?
+                        AND node IN (SELECT name FROM catalogue_nodes WHERE beat_at >= ?))
+                    """
                 let candidates = try GRDB.Row.fetchAll(
                     db,
                     sql: """
                         SELECT id, host FROM catalogue_downloads
                         WHERE (state = 'waiting' OR (state = 'active' AND lease_until < ? AND requested IS NULL)) \(skipping)
-                            \(request.takesParts ? "" : "AND parent IS NULL")
+                            \(request.takesParts ? "" : "AND parent IS NULL \(elsewhere)")
                         ORDER BY priority DESC, position LIMIT ?
                         """,
-                    arguments: [now] + StatementArguments(full) + [window]
+                    arguments: [now] + StatementArguments(full) + (request.takesParts ? [] : [request.node, now - request.lease.seconds]) + [window]
                 ).map { CatalogueRules.Candidate(id: Download.ID($0[0]), host: $0[1]) }
                 let chosen = CatalogueRules.choose(candidates, active: perHost.values.reduce(0, +), perHost: perHost, for: request)
                 guard !chosen.isEmpty else { return [] }

@@ -367,4 +367,36 @@ struct CatalogueContractTests {
             #expect(claimed[0].id == added[0].id && entry.options == #"{"n":8}"#)
         }
     }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func aResumedDownloadWaitsForTheNodeThatHasItsBytes(kind: CatalogueKind) async throws {
+        try await withFleet(kind, nodes: 2) { fleet in
+            let (a, b) = (fleet[0], fleet[1])
+            let added = items(2)
+            try await a.add(added)
+            try await a.beat(NodeBeat(name: "a"))
+            let claims = try await a.claim(ClaimRequest(node: "a", count: 2, lease: longLease))
+            try #require(claims.count == 2)
+            // The first has bytes on node a when it is paused; the second none.
+            let progress = ClaimProgress(id: claims[0].id, epoch: claims[0].epoch, totalBytes: 100, completedBytes: 40)
+            _ = try await a.renew(node: "a", lease: longLease, progress: [progress])
+            #expect(try await a.settle(claims[0], as: .paused))
+            #expect(try await a.settle(claims[1], as: .paused))
+            _ = try await b.control(.resume, ids: added.map(\.id))
+            // Node b takes only the one without bytes; a, still heard from, continues its own.
+            #expect(try await b.claim(ClaimRequest(node: "b", count: 2, lease: longLease)).map(\.id) == [added[1].id])
+            let again = try await a.claim(ClaimRequest(node: "a", count: 2, lease: longLease))
+            #expect(again.map(\.id) == [added[0].id])
+            // In a shared directory any node continues it at once (from the shared part file).
+            #expect(try await a.settle(try #require(again.first), as: .released))
+            try await b.beat(NodeBeat(name: "b"))
+            #expect(try await b.claim(ClaimRequest(node: "b", count: 2, lease: longLease, takesParts: true)).map(\.id) == [added[0].id])
+            let taken = try #require(try await b.entries(ids: [added[0].id]).first)
+            #expect(try await b.settle(Claim(entry: taken, node: "b", epoch: taken.epoch), as: .paused))
+            _ = try await b.control(.resume, ids: [added[0].id])
+            #expect(try await a.claim(ClaimRequest(node: "a", count: 1, lease: longLease)).isEmpty, "b has its bytes now")
+            try await b.leave(node: "b")
+            #expect(try await a.claim(ClaimRequest(node: "a", count: 1, lease: longLease)).map(\.id) == [added[0].id])
+        }
+    }
 }
