@@ -105,10 +105,12 @@ extension PostgresCatalogue {
                 """
                 UPDATE swoop_downloads AS d SET lease_until = clock_timestamp() + \(lease.seconds) * interval '1 second',
                     completed_bytes = p.completed, total_bytes = nullif(p.total, -1), speed = p.speed,
-                    file_name = coalesce(nullif(p.file, ''), d.file_name), updated_at = clock_timestamp()
+                    file_name = coalesce(nullif(p.file, ''), d.file_name), directory = coalesce(nullif(p.dir, ''), d.directory),
+                    updated_at = clock_timestamp()
                 FROM unnest(\(progress.map(\.id.rawValue)), \(progress.map(\.epoch)), \(progress.map(\.completedBytes)),
-                            \(progress.map { $0.totalBytes ?? -1 }), \(progress.map(\.bytesPerSecond)), \(progress.map { $0.fileName ?? "" }))
-                     AS p(id, epoch, completed, total, speed, file)
+                            \(progress.map { $0.totalBytes ?? -1 }), \(progress.map(\.bytesPerSecond)), \(progress.map { $0.fileName ?? "" }),
+                            \(progress.map { $0.directory ?? "" }))
+                     AS p(id, epoch, completed, total, speed, file, dir)
                 WHERE d.id = p.id AND d.node = \(node) AND d.epoch = p.epoch AND d.state = 'active'
                 RETURNING d.id, d.requested
                 """,
@@ -141,13 +143,15 @@ extension PostgresCatalogue {
                         state = CASE d.requested WHEN 'pause' THEN e.after_pause WHEN 'remove' THEN e.after_remove ELSE e.otherwise END,
                         requested = NULL, lease_until = NULL, speed = 0, error = nullif(e.error, ''),
                         file_name = coalesce(nullif(e.file, ''), d.file_name), total_bytes = coalesce(nullif(e.total, -1), d.total_bytes),
-                        completed_bytes = coalesce(nullif(e.total, -1), d.completed_bytes), updated_at = clock_timestamp()
+                        completed_bytes = coalesce(nullif(e.total, -1), d.completed_bytes), directory = coalesce(nullif(e.dir, ''), d.directory),
+                        updated_at = clock_timestamp()
                     FROM unnest(\(ids), \(ends.map(\.claim.node)), \(ends.map(\.claim.epoch)),
                                 \(ends.map { CatalogueRules.settled($0.outcome, requested: .pause).rawValue }),
                                 \(ends.map { CatalogueRules.settled($0.outcome, requested: .remove).rawValue }),
                                 \(ends.map { CatalogueRules.settled($0.outcome, requested: nil).rawValue }),
-                                \(details.map { $0.error ?? "" }), \(details.map { $0.fileName ?? "" }), \(details.map { $0.totalBytes ?? -1 }))
-                         AS e(id, node, epoch, after_pause, after_remove, otherwise, error, file, total)
+                                \(details.map { $0.error ?? "" }), \(details.map { $0.fileName ?? "" }), \(details.map { $0.totalBytes ?? -1 }),
+                                \(ends.map { $0.directory ?? "" }))
+                         AS e(id, node, epoch, after_pause, after_remove, otherwise, error, file, total, dir)
                     WHERE d.id = e.id AND d.node = e.node AND d.epoch = e.epoch AND d.state = 'active'
                     RETURNING d.id, d.state, d.parent IS NOT NULL
                     """,

@@ -62,6 +62,11 @@ enum PostgresSchema {
             "CREATE INDEX swoop_downloads_queue_whole ON swoop_downloads (priority DESC, position) WHERE state = 'waiting' AND parent IS NULL",
             "ALTER TABLE swoop_nodes ADD COLUMN shared_dir text NOT NULL DEFAULT ''",
         ],
+        // Where each download was written, on its node; which run of a daemon holds a node's name.
+        [
+            "ALTER TABLE swoop_downloads ADD COLUMN directory text",
+            "ALTER TABLE swoop_nodes ADD COLUMN instance text NOT NULL DEFAULT ''",
+        ],
     ]
 
     /// The latest version.
@@ -70,20 +75,20 @@ enum PostgresSchema {
     /// The columns an entry is read from, in ``entry(_:)``'s order.
     static let columns = """
         id, urls, options, priority, state, node, epoch, requested, total_bytes, completed_bytes, speed, file_name, error, created_at, updated_at,
-        parent, part
+        parent, part, directory
         """
 
     /// An entry from a row of ``columns``.
     static func entry(_ row: PostgresRow) throws -> CatalogueEntry {
-        let (id, urls, options, priority, state, node, epoch, requested, total, completed, speed, fileName, error, created, updated, parent, part) =
+        let (id, urls, options, priority, state, node, epoch, requested, total, completed, speed, fileName, error, created, updated, parent, part, directory) =
             try row.decode(
-                (String, [String], String, Int, String, String?, Int, String?, Int?, Int, Double, String?, String?, Date, Date, String?, String?).self
+                (String, [String], String, Int, String, String?, Int, String?, Int?, Int, Double, String?, String?, Date, Date, String?, String?, String?).self
             )
         return CatalogueEntry(
             id: Download.ID(id), urls: urls, options: options, priority: priority, state: Download.State(rawValue: state) ?? .failed,
             node: node, epoch: epoch, requested: requested.flatMap(CatalogueControl.init(rawValue:)), totalBytes: total,
             completedBytes: completed, bytesPerSecond: speed, fileName: fileName, error: error, createdAt: created, updatedAt: updated,
-            parent: parent.map(Download.ID.init), part: CataloguePart(json: part)
+            parent: parent.map(Download.ID.init), part: CataloguePart(json: part), directory: directory
         )
     }
 }

@@ -55,7 +55,8 @@ extension Aria2Status {
     public init(fleet entry: CatalogueEntry, roots: DownloadRoots) {
         let options = (try? Aria2Options(JSONParser.parse(Array(entry.options.utf8))?.object ?? [:]))
         let place = options.flatMap { try? roots.place(dir: $0.dir, out: $0.out) }
-        let directory = place?.directory ?? roots.defaultDirectory
+        // Where the node that ran it wrote it; until it says, where this daemon would.
+        let directory = entry.directory ?? place?.directory ?? roots.defaultDirectory
         var record = DownloadRecord(
             id: entry.id, url: entry.urls.first ?? "", directory: directory, requestedName: place?.fileName ?? "", bootID: "", now: entry.createdAt
         )

@@ -83,10 +83,13 @@ extension SQLiteCatalogue {
                     try db.execute(
                         sql: """
                             UPDATE catalogue_downloads SET lease_until = ?, completed_bytes = ?, total_bytes = ?, speed = ?,
-                                file_name = coalesce(?, file_name), updated_at = ?
+                                file_name = coalesce(?, file_name), directory = coalesce(?, directory), updated_at = ?
                             WHERE id = ? AND node = ? AND epoch = ? AND state = 'active'
                             """,
-                        arguments: [now + lease.seconds, item.completedBytes, item.totalBytes, item.bytesPerSecond, item.fileName, now, item.id.rawValue, node, item.epoch]
+                        arguments: [
+                            now + lease.seconds, item.completedBytes, item.totalBytes, item.bytesPerSecond, item.fileName, item.directory, now,
+                            item.id.rawValue, node, item.epoch,
+                        ]
                     )
                     guard db.changesCount > 0 else {
                         renewal.lost.insert(item.id)
@@ -125,10 +128,12 @@ extension SQLiteCatalogue {
                         sql: """
                             UPDATE catalogue_downloads SET state = ?, requested = NULL, lease_until = NULL, speed = 0, error = ?,
                                 file_name = coalesce(?, file_name), total_bytes = coalesce(?, total_bytes),
-                                completed_bytes = coalesce(?, completed_bytes), updated_at = ?
+                                completed_bytes = coalesce(?, completed_bytes), directory = coalesce(?, directory), updated_at = ?
                             WHERE id = ?
                             """,
-                        arguments: [state.rawValue, details.error, details.fileName, details.totalBytes, details.totalBytes, now, claim.id.rawValue]
+                        arguments: [
+                            state.rawValue, details.error, details.fileName, details.totalBytes, details.totalBytes, end.directory, now, claim.id.rawValue,
+                        ]
                     )
                     return state
                 }

@@ -59,6 +59,15 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
                     """
             )
         }
+        // Where each download was written, on its node; which run of a daemon holds a node's name.
+        migrator.registerMigration("catalogue-v3") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE catalogue_downloads ADD COLUMN directory TEXT;
+                    ALTER TABLE catalogue_nodes ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+                    """
+            )
+        }
         try await withErrors("preparing") { try migrator.migrate(database) }
     }
 
@@ -230,7 +239,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
 
     static let columns = """
         id, urls, options, priority, state, node, epoch, requested, total_bytes, completed_bytes, speed, file_name, error, created_at, updated_at,
-        parent, part
+        parent, part, directory
         """
 
     static func entries(_ db: Database, where condition: String, arguments: StatementArguments) throws -> [CatalogueEntry] {
@@ -246,7 +255,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
             requested: requested.flatMap(CatalogueControl.init(rawValue:)), totalBytes: row["total_bytes"],
             completedBytes: row["completed_bytes"], bytesPerSecond: row["speed"], fileName: row["file_name"], error: row["error"],
             createdAt: Date(timeIntervalSince1970: row["created_at"]), updatedAt: Date(timeIntervalSince1970: row["updated_at"]),
-            parent: (row["parent"] as String?).map(Download.ID.init), part: CataloguePart(json: row["part"])
+            parent: (row["parent"] as String?).map(Download.ID.init), part: CataloguePart(json: row["part"]), directory: row["directory"]
         )
     }
 

@@ -170,7 +170,7 @@ enum FleetTable {
             "url:    \(entry.urls.first ?? "")",
             "state:  \(entry.state.rawValue)",
             "node:   \(entry.node.map { "\($0) (claim \(entry.epoch))" } ?? "(not claimed yet)")",
-            "file:   \(entry.fileName ?? "(not named yet)")",
+            "file:   \(entry.fileName.map { name in entry.directory.map { $0 + "/" + name } ?? name } ?? "(not named yet)")",
             "size:   \(size)",
             "done:   \(entry.completedBytes) bytes",
         ]

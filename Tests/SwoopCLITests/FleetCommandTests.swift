@@ -273,6 +273,9 @@ struct FleetCommandTests {
         let places = [runnerOut, watcherOut].filter { FileManager.default.fileExists(atPath: $0 + "/r-0.bin") }
         #expect(places.count == 1 && places.allSatisfy { sha256Hex(file: $0 + "/r-0.bin") == sha256Hex(bodies[0]) }, "\(places)")
         #expect(![runnerOut, watcherOut].contains { FileManager.default.fileExists(atPath: $0 + "/r-1.bin") })
+        // Every daemon shows where the file is, on the node that wrote it.
+        let paths = try await result(far, "aria2.getFiles", [gids[0]]) as? [[String: Any]]
+        #expect(paths?.first?["path"] as? String == places.first.map { $0 + "/r-0.bin" }, "\(String(describing: paths))")
         // A link to the file from the daemon that has it; the other names it.
         let link = try await result(near, "swoop.getFileLink", [gids[0]]) as? String
         #expect(link?.hasPrefix("/files/") == true, "\(String(describing: link))")
@@ -297,7 +300,7 @@ struct FleetCommandTests {
         let fleet = try await Fleet()
         let server = try await TestServer.start()
         for index in 0..<3 { server.serve("/d-\(index).bin", Resource(body: Resource.random(size: 10_000, seed: UInt64(300 + index)), etag: "\"d\(index)\"")) }
-        let (daemon, _) = try await fleet.daemon("keeper")
+        let (daemon, out) = try await fleet.daemon("keeper")
         let workspace = try SwoopBinary.workspace("swoop-fleet-user").root
         #expect(try await fleet.run(["add"] + (0..<3).map { server.url("/d-\($0).bin") }, in: workspace).status == 0)
         let catalogue = try fleet.catalogue()
@@ -309,7 +312,7 @@ struct FleetCommandTests {
         let one = try await fleet.run(["ls", String(ids[1].prefix(8))], in: workspace)
         #expect(one.status == 0, "\(one.stderr)")
         #expect(one.stdoutLines.prefix(7) == [
-            "id:     \(ids[1])", "url:    \(server.url("/d-1.bin"))", "state:  completed", "node:   keeper (claim 1)", "file:   d-1.bin",
+            "id:     \(ids[1])", "url:    \(server.url("/d-1.bin"))", "state:  completed", "node:   keeper (claim 1)", "file:   \(out)/d-1.bin",
             "size:   9.77 KiB (10000 bytes)", "done:   10000 bytes",
         ], "\(one.stdout)")
         let json = try await fleet.run(["ls", "--json"], in: workspace)

@@ -399,4 +399,22 @@ struct CatalogueContractTests {
             #expect(try await a.claim(ClaimRequest(node: "a", count: 1, lease: longLease)).map(\.id) == [added[0].id])
         }
     }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func theDirectoryADownloadIsWrittenIntoIsKeptWithIt(kind: CatalogueKind) async throws {
+        try await withFleet(kind) { fleet in
+            let catalogue = fleet[0]
+            let added = items(2)
+            try await catalogue.add(added)
+            let claims = try await catalogue.claim(ClaimRequest(node: "a", count: 2, lease: longLease))
+            try #require(claims.count == 2)
+            let progress = ClaimProgress(id: claims[0].id, epoch: claims[0].epoch, completedBytes: 1, fileName: "f-0", directory: "/srv/a")
+            _ = try await catalogue.renew(node: "a", lease: longLease, progress: [progress])
+            #expect(try await catalogue.entries(ids: [claims[0].id]).first?.directory == "/srv/a")
+            // Ended without one: kept; a small download that ends before any heartbeat says it at its end.
+            let ends = [ClaimEnd(claims[0], .completed(fileName: "f-0", totalBytes: 1)), ClaimEnd(claims[1], .completed(fileName: "f-1", totalBytes: 1), directory: "/srv/b")]
+            #expect(try await catalogue.settle(ends) == [true, true])
+            #expect(try await catalogue.entries(ids: claims.map(\.id)).map(\.directory) == ["/srv/a", "/srv/b"])
+        }
+    }
 }

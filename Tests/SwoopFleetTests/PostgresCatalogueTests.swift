@@ -17,10 +17,10 @@ struct PostgresCatalogueTests {
             for catalogue in catalogues { group.addTask { try await catalogue.prepare() } }
             try await group.waitForAll()
         }
-        #expect(try await server.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM swoop_schema", database: database) == "1,2")
+        #expect(try await server.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM swoop_schema", database: database) == "1,2,3")
         // And again: nothing to do.
         try await catalogues[0].prepare()
-        #expect(try await server.psql("SELECT count(*) FROM swoop_schema", database: database) == "2")
+        #expect(try await server.psql("SELECT count(*) FROM swoop_schema", database: database) == "3")
         for catalogue in catalogues { await catalogue.close() }
     }
 
@@ -34,7 +34,7 @@ struct PostgresCatalogueTests {
         let error = await #expect(throws: SwoopError.self) { try await catalogue.prepare() }
         #expect(
             error?.message
-                == "the fleet's catalogue at postgres://swoop@127.0.0.1:\(server.port)/\(database) has schema version 99, newer than this swoop knows (2): upgrade swoop"
+                == "the fleet's catalogue at postgres://swoop@127.0.0.1:\(server.port)/\(database) has schema version 99, newer than this swoop knows (3): upgrade swoop"
         )
         await catalogue.close()
     }

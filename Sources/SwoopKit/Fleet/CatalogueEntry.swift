@@ -62,6 +62,8 @@ public struct CatalogueEntry: Sendable, Hashable {
     public var bytesPerSecond: Double
     /// The file's name where it was written (completed), or being written.
     public var fileName: String?
+    /// The directory it was written into, on the node that ran it (`nil` until it reports one).
+    public var directory: String?
     /// Why it failed.
     public var error: String?
     public var createdAt: Date
@@ -74,8 +76,9 @@ public struct CatalogueEntry: Sendable, Hashable {
         id: Download.ID, urls: [String], options: String, priority: Int, state: Download.State, node: String? = nil,
         epoch: Int = 0, requested: CatalogueControl? = nil, totalBytes: Int? = nil, completedBytes: Int = 0,
         bytesPerSecond: Double = 0, fileName: String? = nil, error: String? = nil, createdAt: Date, updatedAt: Date,
-        parent: Download.ID? = nil, part: CataloguePart? = nil
+        parent: Download.ID? = nil, part: CataloguePart? = nil, directory: String? = nil
     ) {
+        self.directory = directory
         self.parent = parent
         self.part = part
         self.id = id
@@ -146,8 +149,14 @@ public struct ClaimProgress: Sendable, Hashable {
     public var completedBytes: Int
     public var bytesPerSecond: Double
     public var fileName: String?
+    /// The directory it is written into, on this node.
+    public var directory: String?
 
-    public init(id: Download.ID, epoch: Int, totalBytes: Int? = nil, completedBytes: Int = 0, bytesPerSecond: Double = 0, fileName: String? = nil) {
+    public init(
+        id: Download.ID, epoch: Int, totalBytes: Int? = nil, completedBytes: Int = 0, bytesPerSecond: Double = 0, fileName: String? = nil,
+        directory: String? = nil
+    ) {
+        self.directory = directory
         self.id = id
         self.epoch = epoch
         self.totalBytes = totalBytes
@@ -187,10 +196,13 @@ public enum ClaimOutcome: Sendable, Hashable {
 public struct ClaimEnd: Sendable, Hashable {
     public var claim: Claim
     public var outcome: ClaimOutcome
+    /// The directory the file was written into, on the node that ran it (kept when `nil`).
+    public var directory: String?
 
-    public init(_ claim: Claim, _ outcome: ClaimOutcome) {
+    public init(_ claim: Claim, _ outcome: ClaimOutcome, directory: String? = nil) {
         self.claim = claim
         self.outcome = outcome
+        self.directory = directory
     }
 }
 

@@ -4,6 +4,11 @@ import Logging
 // How a fleet member's claims end: with their downloads' outcomes, written in batches at the next
 // sync (kept while the catalogue is unreachable), and all given back when the daemon stops.
 extension FleetMember {
+    /// The directory a download's file is in, on this node, once it has a name.
+    static func directory(of download: Download?) -> String? {
+        download?.destination.map { ($0 as NSString).deletingLastPathComponent }
+    }
+
     /// The outcome of a download already in a final state, or `nil` while it waits or runs.
     static func outcome(ofSettled download: Download) -> ClaimOutcome? {
         switch download.state {
@@ -22,7 +27,7 @@ extension FleetMember {
         let local = event.download.id
         guard let claim = held[local], let outcome = CatalogueRules.outcome(of: event) else { return }
         held[local] = nil
-        ends.append(ClaimEnd(claim, outcome))
+        ends.append(ClaimEnd(claim, outcome, directory: Self.directory(of: event.download)))
         kick.yield()
     }
 

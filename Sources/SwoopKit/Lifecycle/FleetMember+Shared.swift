@@ -231,7 +231,10 @@ extension FleetMember {
             let done = parts.reduce(0) { $0 + ($1.state == .completed ? ($1.part?.count ?? 0) : $1.completedBytes) }
             let speed = parts.reduce(0) { $0 + ($1.state == .active ? $1.bytesPerSecond : 0) }
             progress.append(
-                ClaimProgress(id: id, epoch: claim.epoch, totalBytes: first.length, completedBytes: done, bytesPerSecond: speed, fileName: first.fileName)
+                ClaimProgress(
+                    id: id, epoch: claim.epoch, totalBytes: first.length, completedBytes: done, bytesPerSecond: speed, fileName: first.fileName,
+                    directory: (first.path as NSString).deletingLastPathComponent
+                )
             )
         }
         if ends.count > ended { kick.yield() }
@@ -259,7 +262,7 @@ extension FleetMember {
         guard finishing[claim.id] == claim else { return }
         finishing[claim.id] = nil
         if case .completed(let name, _) = outcome { logger.info("download \(claim.id) complete: \(name), from \(count) parts") }
-        ends.append(ClaimEnd(claim, outcome))
+        ends.append(ClaimEnd(claim, outcome, directory: settings.sharedDirectory))
         kick.yield()
     }
 }

@@ -191,7 +191,8 @@ public actor FleetMember: Service {
             progress.append(
                 ClaimProgress(
                     id: claim.id, epoch: claim.epoch, totalBytes: download?.totalBytes, completedBytes: download?.completedBytes ?? 0,
-                    bytesPerSecond: download?.bytesPerSecond ?? 0, fileName: download?.destination.map { ($0 as NSString).lastPathComponent }
+                    bytesPerSecond: download?.bytesPerSecond ?? 0, fileName: download?.destination.map { ($0 as NSString).lastPathComponent },
+                    directory: Self.directory(of: download)
                 )
             )
         }
@@ -322,7 +323,7 @@ public actor FleetMember: Service {
                 let outcome = Self.outcome(ofSettled: download)
             {
                 held[local] = nil
-                ends.append(ClaimEnd(claim, outcome))
+                ends.append(ClaimEnd(claim, outcome, directory: Self.directory(of: download)))
             }
         } catch {
             // The manager stopped meanwhile: given back for another node, not failed.
