@@ -230,31 +230,54 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
 
     // MARK: - Nodes
 
-    public func beat(_ beat: NodeBeat) async throws {
-        let first = started.withLockedValue { $0.insert(beat.name).inserted }
-        try await withErrors("recording a heartbeat in") { [self] in
-            // Nodes silent too long are taken off the list in the same statement.
-            try await client.query(
-                """
-                WITH gone AS (
-                    DELETE FROM swoop_nodes
-                    WHERE beat_at < clock_timestamp() - make_interval(secs => \(beat.forgetsSilentNodesAfter.seconds)) AND name <> \(beat.name)
-                )
-                INSERT INTO swoop_nodes (name, address, started_at, beat_at, active, speed, shared_dir)
-                VALUES (\(beat.name), \(beat.address), clock_timestamp(), clock_timestamp(), \(beat.activeDownloads), \(beat.bytesPerSecond),
-                        \(beat.sharedDirectory))
-                ON CONFLICT (name) DO UPDATE SET address = excluded.address, beat_at = excluded.beat_at, active = excluded.active,
-                    shared_dir = excluded.shared_dir,
-                    speed = excluded.speed, started_at = CASE WHEN \(first) THEN excluded.started_at ELSE swoop_nodes.started_at END
-                """,
-                logger: logger
-            )
+    public func join(_ beat: NodeBeat, lease: Duration) async throws -> FleetNode? {
+        started.withLockedValue { _ = $0.insert(beat.name) }
+        let joined = try await withErrors("joining") { [self] in
+            try await record(beat, first: true, unlessHeardWithin: lease)
         }
+        if joined { return nil }
+        // (Gone since: another try will take it.)
+        let now = Date()
+        return try await nodes().first { $0.name == beat.name }
+            ?? FleetNode(name: beat.name, address: "", startedAt: now, lastBeat: now, activeDownloads: 0, bytesPerSecond: 0, silentFor: 0)
     }
 
-    public func leave(node: String) async throws {
+    @discardableResult
+    public func beat(_ beat: NodeBeat) async throws -> Bool {
+        let first = started.withLockedValue { $0.insert(beat.name).inserted }
+        return try await withErrors("recording a heartbeat in") { [self] in try await record(beat, first: first, unlessHeardWithin: nil) }
+    }
+
+    /// Writes a heartbeat in one statement, taking nodes silent too long off the list. Another run's
+    /// row is left as it is, unless `unlessHeardWithin` is given and it was silent that long (a join).
+    func record(_ beat: NodeBeat, first: Bool, unlessHeardWithin lease: Duration?) async throws -> Bool {
+        let takeOver = lease != nil
+        let rows = try await client.query(
+            """
+            WITH gone AS (
+                DELETE FROM swoop_nodes
+                WHERE beat_at < clock_timestamp() - make_interval(secs => \(beat.forgetsSilentNodesAfter.seconds)) AND name <> \(beat.name)
+            )
+            INSERT INTO swoop_nodes (name, address, started_at, beat_at, active, speed, shared_dir, instance)
+            VALUES (\(beat.name), \(beat.address), clock_timestamp(), clock_timestamp(), \(beat.activeDownloads), \(beat.bytesPerSecond),
+                    \(beat.sharedDirectory), \(beat.instance))
+            ON CONFLICT (name) DO UPDATE SET address = excluded.address, beat_at = excluded.beat_at, active = excluded.active,
+                shared_dir = excluded.shared_dir, instance = excluded.instance,
+                speed = excluded.speed, started_at = CASE WHEN \(first) THEN excluded.started_at ELSE swoop_nodes.started_at END
+            WHERE swoop_nodes.instance = excluded.instance
+                OR (\(takeOver) AND swoop_nodes.beat_at < clock_timestamp() - make_interval(secs => \((lease ?? .zero).seconds)))
+            RETURNING name
+            """,
+            logger: logger
+        )
+        var recorded = false
+        for try await _ in rows.decode(String.self) { recorded = true }
+        return recorded
+    }
+
+    public func leave(node: String, instance: String) async throws {
         try await withErrors("taking a node off the list of") { [self] in
-            try await client.query("DELETE FROM swoop_nodes WHERE name = \(node)", logger: logger)
+            try await client.query("DELETE FROM swoop_nodes WHERE name = \(node) AND (\(instance) = '' OR instance = \(instance))", logger: logger)
         }
     }
 

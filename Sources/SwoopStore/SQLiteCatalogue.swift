@@ -150,31 +150,59 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         }
     }
 
-    public func beat(_ beat: NodeBeat) async throws {
+    public func join(_ beat: NodeBeat, lease: Duration) async throws -> FleetNode? {
+        let now = self.now
+        let holder = try await withErrors("joining") {
+            try await database.write { db -> String? in
+                let row = try GRDB.Row.fetchOne(db, sql: "SELECT instance, beat_at FROM catalogue_nodes WHERE name = ?", arguments: [beat.name])
+                if let row, (row[0] as String) != beat.instance, (row[1] as Double) >= now - lease.seconds { return beat.name }
+                try db.execute(sql: "DELETE FROM catalogue_nodes WHERE name = ?", arguments: [beat.name])
+                try Self.record(beat, db, now: now, first: true)
+                return nil
+            }
+        }
+        started.withLockedValue { _ = $0.insert(beat.name) }
+        guard let holder else { return nil }
+        // (Gone since: another try will take it.)
+        let date = Date()
+        return try await nodes().first { $0.name == beat.name }
+            ?? FleetNode(name: beat.name, address: "", startedAt: date, lastBeat: date, activeDownloads: 0, bytesPerSecond: 0, silentFor: 0)
+    }
+
+    @discardableResult
+    public func beat(_ beat: NodeBeat) async throws -> Bool {
         let first = started.withLockedValue { $0.insert(beat.name).inserted }
         let now = self.now
-        try await withErrors("recording a heartbeat in") {
-            try await database.write { db in
-                try db.execute(
-                    sql: """
-                        INSERT INTO catalogue_nodes (name, address, started_at, beat_at, active, speed, shared_dir) VALUES (?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT (name) DO UPDATE SET address = excluded.address, beat_at = excluded.beat_at, active = excluded.active,
-                            speed = excluded.speed, shared_dir = excluded.shared_dir,
-                            started_at = CASE WHEN ? THEN excluded.started_at ELSE started_at END
-                        """,
-                    arguments: [beat.name, beat.address, now, now, beat.activeDownloads, beat.bytesPerSecond, beat.sharedDirectory, first]
-                )
-                try db.execute(
-                    sql: "DELETE FROM catalogue_nodes WHERE beat_at < ? AND name <> ?",
-                    arguments: [now - beat.forgetsSilentNodesAfter.seconds, beat.name]
-                )
-            }
+        return try await withErrors("recording a heartbeat in") {
+            try await database.write { db in try Self.record(beat, db, now: now, first: first) }
         }
     }
 
-    public func leave(node: String) async throws {
+    /// Writes a heartbeat, unless another run holds the name; takes nodes silent too long off the list.
+    static func record(_ beat: NodeBeat, _ db: Database, now: Double, first: Bool) throws -> Bool {
+        try db.execute(
+            sql: """
+                INSERT INTO catalogue_nodes (name, address, started_at, beat_at, active, speed, shared_dir, instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET address = excluded.address, beat_at = excluded.beat_at, active = excluded.active,
+                    speed = excluded.speed, shared_dir = excluded.shared_dir,
+                    started_at = CASE WHEN ? THEN excluded.started_at ELSE started_at END
+                WHERE instance = excluded.instance
+                """,
+            arguments: [beat.name, beat.address, now, now, beat.activeDownloads, beat.bytesPerSecond, beat.sharedDirectory, beat.instance, first]
+        )
+        let recorded = db.changesCount > 0
+        try db.execute(
+            sql: "DELETE FROM catalogue_nodes WHERE beat_at < ? AND name <> ?",
+            arguments: [now - beat.forgetsSilentNodesAfter.seconds, beat.name]
+        )
+        return recorded
+    }
+
+    public func leave(node: String, instance: String) async throws {
         try await withErrors("taking a node off the list of") {
-            try await database.write { db in try db.execute(sql: "DELETE FROM catalogue_nodes WHERE name = ?", arguments: [node]) }
+            try await database.write { db in
+                try db.execute(sql: "DELETE FROM catalogue_nodes WHERE name = ? AND (? = '' OR instance = ?)", arguments: [node, instance, instance])
+            }
         }
     }
 

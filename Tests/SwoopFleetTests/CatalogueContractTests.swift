@@ -417,4 +417,33 @@ struct CatalogueContractTests {
             #expect(try await catalogue.entries(ids: claims.map(\.id)).map(\.directory) == ["/srv/a", "/srv/b"])
         }
     }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func twoDaemonsJoiningUnderOneNameAtOnceNeverBothGetIt(kind: CatalogueKind) async throws {
+        try await withFleet(kind, nodes: 4) { fleet in
+            let lease = Duration.milliseconds(400)
+            let holders = try await withThrowingTaskGroup(of: (Int, FleetNode?).self) { group in
+                for (index, catalogue) in fleet.enumerated() {
+                    group.addTask { (index, try await catalogue.join(NodeBeat(name: "twin", instance: "run-\(index)"), lease: lease)) }
+                }
+                return try await group.reduce(into: [Int: FleetNode?]()) { $0[$1.0] = $1.1 }
+            }
+            let winners = holders.filter { $0.value == nil }.map(\.key)
+            try #require(winners.count == 1, "\(holders)")
+            let winner = winners[0]
+            let loser = (winner + 1) % fleet.count
+            #expect(holders[loser]??.name == "twin")
+            // The loser's beats write nothing; the winner's do. Its leave does not take the winner off.
+            #expect(try await fleet[loser].beat(NodeBeat(name: "twin", activeDownloads: 7, instance: "run-\(loser)")) == false)
+            #expect(try await fleet[winner].beat(NodeBeat(name: "twin", activeDownloads: 1, instance: "run-\(winner)")))
+            try await fleet[loser].leave(node: "twin", instance: "run-\(loser)")
+            #expect(try await fleet[loser].nodes().map(\.activeDownloads) == [1])
+            // Silent for a lease: another run takes the name, and the first learns it at its next beat.
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(try await fleet[loser].join(NodeBeat(name: "twin", instance: "run-\(loser)"), lease: lease) == nil)
+            #expect(try await fleet[winner].beat(NodeBeat(name: "twin", instance: "run-\(winner)")) == false)
+            try await fleet[loser].leave(node: "twin", instance: "run-\(loser)")
+            #expect(try await fleet[winner].nodes().isEmpty)
+        }
+    }
 }

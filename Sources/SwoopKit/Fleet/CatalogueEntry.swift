@@ -270,11 +270,14 @@ public struct NodeBeat: Sendable, Hashable {
     /// their machine lost (one stopped gracefully leaves at once). Their claims went to other
     /// nodes long before, when their leases ran out.
     public var forgetsSilentNodesAfter: Duration
+    /// Which run of a daemon beats under `name` (``DownloadCatalogue/join(_:lease:)``); "" for none.
+    public var instance: String
 
     public init(
         name: String, address: String = "", activeDownloads: Int = 0, bytesPerSecond: Double = 0, sharedDirectory: String = "",
-        forgetsSilentNodesAfter: Duration = .seconds(3600)
+        forgetsSilentNodesAfter: Duration = .seconds(3600), instance: String = ""
     ) {
+        self.instance = instance
         self.sharedDirectory = sharedDirectory
         self.forgetsSilentNodesAfter = forgetsSilentNodesAfter
         self.name = name

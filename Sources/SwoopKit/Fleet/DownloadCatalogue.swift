@@ -80,14 +80,23 @@ public protocol DownloadCatalogue: Sendable {
     /// unless it is in the waiting list, or active on `heldBy` (``CatalogueRules/revises(_:node:asker:)``).
     func revise(_ id: Download.ID, urls: [String]?, options: String?, heldBy: String?) async throws -> EditEffect
 
-    /// Records a node's heartbeat.
-    func beat(_ beat: NodeBeat) async throws
+    /// Takes a node's name for one run of a daemon (`beat.instance`), recording its first heartbeat:
+    /// done when no node of that name was heard from within `lease`, or the name is already this
+    /// run's. Otherwise nothing is written and the node that holds the name is returned. One
+    /// statement (or transaction): two daemons starting at once under one name never both get it.
+    func join(_ beat: NodeBeat, lease: Duration) async throws -> FleetNode?
+
+    /// Records a node's heartbeat. Returns `false`, writing nothing, when another run of a daemon
+    /// took the name over (``join(_:lease:)``) since this one joined.
+    @discardableResult
+    func beat(_ beat: NodeBeat) async throws -> Bool
 
     /// The nodes that beat and have not left, by name.
     func nodes() async throws -> [FleetNode]
 
-    /// Takes a node that stops off the list of nodes (its claims are given back first).
-    func leave(node: String) async throws
+    /// Takes a node that stops off the list of nodes (its claims are given back first), unless
+    /// another run of a daemon holds the name now (`instance` "" takes it off whichever run holds it).
+    func leave(node: String, instance: String) async throws
 
     /// A wake-up each time downloads are added or resumed, or a control is asked of a node, so that
     /// idle nodes need not poll; a catalogue that cannot tell yields on a timer. Ends with `close()`.
@@ -98,6 +107,11 @@ public protocol DownloadCatalogue: Sendable {
 }
 
 extension DownloadCatalogue {
+    /// Takes `node` off the list of nodes, whichever run of a daemon holds the name.
+    public func leave(node: String) async throws {
+        try await leave(node: node, instance: "")
+    }
+
     /// Every entry in `states` (all when `nil`), in queue order, read `pageSize` at a time.
     public func allEntries(in states: Set<Download.State>?, pageSize: Int = 10_000) async throws -> [CatalogueEntry] {
         var entries: [CatalogueEntry] = []

@@ -56,7 +56,7 @@ extension FleetMember {
         held = [:]
         await settleEnded()
         do {
-            try await catalogue.leave(node: settings.node)
+            try await catalogue.leave(node: settings.node, instance: settings.instance)
         } catch {
             logger.warning("cannot take node \(settings.node) off the fleet's list: \(error)")
         }

@@ -22,9 +22,9 @@ extension FleetMember {
                     "node \(other.name) of this fleet \(theirs); this daemon \(this): give every daemon of a fleet the same -d with --shared-dir, or none"
                 )
             }
-            guard let twin = nodes.first(where: { $0.name == settings.node }), twin.silentFor < settings.lease.seconds else {
-                return
-            }
+            // Taken at once when free (or silent for a lease): two daemons starting together never both get it.
+            let beat = NodeBeat(name: settings.node, address: settings.address, sharedDirectory: mine, instance: settings.instance)
+            guard let twin = try await catalogue.join(beat, lease: settings.lease) else { return }
             if ContinuousClock.now >= deadline {
                 let address = twin.address.isEmpty ? "" : " at \(twin.address)"
                 throw SwoopError(

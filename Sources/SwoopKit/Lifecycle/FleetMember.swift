@@ -35,6 +35,8 @@ public actor FleetMember: Service {
         public var sharedDirectory: String?
         /// The size of a split file's parts.
         public var partSize = 64 << 20
+        /// This run of the daemon, among those that ever ran as ``node`` (``DownloadCatalogue/join(_:lease:)``).
+        public var instance = UUID().uuidString
         /// How much of a part is written between flushes: at most this much (and what arrived since
         /// the last heartbeat) is fetched again when another node takes the part over.
         public var partFlushBytes = 8 << 20
@@ -246,12 +248,18 @@ public actor FleetMember: Service {
         for run in parts.values { speed += run.transfer.bytesPerSecond }
         let sent = address
         do {
-            try await catalogue.beat(
+            let recorded = try await catalogue.beat(
                 NodeBeat(
                     name: settings.node, address: sent, activeDownloads: held.count + parts.count, bytesPerSecond: speed,
-                    sharedDirectory: settings.sharedDirectory ?? ""
+                    sharedDirectory: settings.sharedDirectory ?? "", instance: settings.instance
                 )
             )
+            if !recorded {
+                // Silent for a lease (stopped, say), and another daemon joined as this node since:
+                // its claims were fenced off, and it claims no more.
+                logger.error("another daemon joined the fleet as node \(settings.node) while this one was silent; this one claims no more downloads")
+                stopping = true
+            }
             // An address announced while this beat was on its way goes in the next one, at once.
             if address == sent { lastBeat = now }
         } catch {
