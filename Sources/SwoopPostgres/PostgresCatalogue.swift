@@ -107,7 +107,7 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
 
     public func prepare() async throws {
         // Longer than a call: a migration may wait for another daemon's.
-        try await withErrors("preparing", timeout: max(timeout, .seconds(60))) { [self] in
+        try await withErrors("opening", timeout: max(timeout, .seconds(60))) { [self] in
             let connection = try await connectOnce()
             do {
                 try await migrate(connection)
@@ -134,7 +134,7 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
             guard current <= PostgresSchema.version else {
                 throw SwoopError(
                     .store,
-                    "the fleet's catalogue at \(address.description) has schema version \(current), newer than this swoop knows (\(PostgresSchema.version)): upgrade swoop"
+                    "the fleet's store at \(address.description) has schema version \(current), newer than this swoop knows (\(PostgresSchema.version)): upgrade swoop"
                 )
             }
             for (index, step) in PostgresSchema.steps.enumerated() where index + 1 > current {
@@ -361,7 +361,7 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
         _ doing: String, timeout: Duration? = nil, _ body: @escaping @Sendable () async throws -> Result
     ) async throws -> Result {
         let failure = { (why: String) in
-            SwoopError(.store, "\(doing) the fleet's catalogue at \(self.address.description) failed: \(why)", isRetryable: true)
+            SwoopError(.store, "\(doing) the fleet's store at \(self.address.description) failed: \(why)", isRetryable: true)
         }
         if closed.withLockedValue({ $0 }) { throw failure("it was closed") }
         let timeout = timeout ?? self.timeout

@@ -24,7 +24,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
         } catch {
-            throw SwoopError(.store, "cannot open the fleet's catalogue \(path): \(error)", cause: error)
+            throw SwoopError(.store, "cannot open the fleet's store \(path): \(error)", cause: error)
         }
     }
 
@@ -68,7 +68,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
                     """
             )
         }
-        try await withErrors("preparing") { try migrator.migrate(database) }
+        try await withErrors("opening") { try migrator.migrate(database) }
     }
 
     public func add(_ items: [CatalogueItem]) async throws {
@@ -297,7 +297,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         } catch let error as SwoopError {
             throw error
         } catch {
-            throw SwoopError(.store, "\(doing) the fleet's catalogue \(path) failed: \(error)", cause: error)
+            throw SwoopError(.store, "\(doing) the fleet's store \(path) failed: \(error)", cause: error)
         }
     }
 }

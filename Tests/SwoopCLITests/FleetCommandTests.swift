@@ -411,6 +411,6 @@ struct FleetCommandTests {
             in: root, timeout: .seconds(30)
         )
         #expect(result.status == 1)
-        #expect(result.stderr == "swoop: error: preparing the fleet's catalogue at postgres://swoop@127.0.0.1:\(closed.port)/fleet failed: cannot connect: Connection refused\n")
+        #expect(result.stderr == "swoop: error: opening the fleet's store at postgres://swoop@127.0.0.1:\(closed.port)/fleet failed: cannot connect: Connection refused\n")
     }
 }

@@ -34,7 +34,7 @@ struct PostgresCatalogueTests {
         let error = await #expect(throws: SwoopError.self) { try await catalogue.prepare() }
         #expect(
             error?.message
-                == "the fleet's catalogue at postgres://swoop@127.0.0.1:\(server.port)/\(database) has schema version 99, newer than this swoop knows (3): upgrade swoop"
+                == "the fleet's store at postgres://swoop@127.0.0.1:\(server.port)/\(database) has schema version 99, newer than this swoop knows (3): upgrade swoop"
         )
         await catalogue.close()
     }
@@ -46,7 +46,7 @@ struct PostgresCatalogueTests {
         let started = ContinuousClock.now
         let error = await #expect(throws: SwoopError.self) { try await catalogue.prepare() }
         let message = try #require(error?.message)
-        #expect(message == "preparing the fleet's catalogue at postgres://swoop@127.0.0.1:\(closed.port)/fleet failed: cannot connect: Connection refused")
+        #expect(message == "opening the fleet's store at postgres://swoop@127.0.0.1:\(closed.port)/fleet failed: cannot connect: Connection refused")
         #expect(error?.code == .store && error?.isRetryable == true)
         #expect(ContinuousClock.now - started < .seconds(30))
         await catalogue.close()
@@ -58,11 +58,11 @@ struct PostgresCatalogueTests {
         let catalogue = try PostgresCatalogue(address, timeout: .seconds(1))
         let started = ContinuousClock.now
         let error = await #expect(throws: SwoopError.self) { try await catalogue.counts() }
-        #expect(error?.message == "counting the fleet's catalogue at postgres://swoop@127.0.0.1:\(silent.port)/fleet failed: no answer within 1 s")
+        #expect(error?.message == "counting the fleet's store at postgres://swoop@127.0.0.1:\(silent.port)/fleet failed: no answer within 1 s")
         #expect(ContinuousClock.now - started < .seconds(20))
         await catalogue.close()
         let closed = await #expect(throws: SwoopError.self) { try await catalogue.renew(node: "a", lease: .seconds(1), progress: [ClaimProgress(id: .make(), epoch: 1)]) }
-        #expect(closed?.message == "renewing claims in the fleet's catalogue at postgres://swoop@127.0.0.1:\(silent.port)/fleet failed: it was closed")
+        #expect(closed?.message == "renewing claims in the fleet's store at postgres://swoop@127.0.0.1:\(silent.port)/fleet failed: it was closed")
     }
 
     @Test func aWrongPasswordIsTheServersOwnWords() async throws {
