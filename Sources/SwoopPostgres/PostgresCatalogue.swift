@@ -196,6 +196,18 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
         }
     }
 
+    public func stopped(offset: Int, limit: Int) async throws -> [CatalogueEntry] {
+        try await withErrors("reading") { [self] in
+            try await read(
+                """
+                SELECT \(unescaped: PostgresSchema.columns) FROM swoop_downloads
+                WHERE state IN ('completed', 'failed', 'removed') AND parent IS NULL
+                ORDER BY updated_at, id LIMIT \(max(0, limit)) OFFSET \(max(0, offset))
+                """
+            )
+        }
+    }
+
     public func parts(of id: Download.ID) async throws -> [CatalogueEntry] {
         try await withErrors("reading") { [self] in
             try await read("SELECT \(unescaped: PostgresSchema.columns) FROM swoop_downloads WHERE parent = \(id.rawValue) ORDER BY position")
@@ -236,10 +248,7 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
             try await record(beat, first: true, unlessHeardWithin: lease)
         }
         if joined { return nil }
-        // (Gone since: another try will take it.)
-        let now = Date()
-        return try await nodes().first { $0.name == beat.name }
-            ?? FleetNode(name: beat.name, address: "", startedAt: now, lastBeat: now, activeDownloads: 0, bytesPerSecond: 0, silentFor: 0)
+        return try await holder(of: beat.name)
     }
 
     @discardableResult

@@ -62,10 +62,15 @@ enum PostgresSchema {
             "CREATE INDEX swoop_downloads_queue_whole ON swoop_downloads (priority DESC, position) WHERE state = 'waiting' AND parent IS NULL",
             "ALTER TABLE swoop_nodes ADD COLUMN shared_dir text NOT NULL DEFAULT ''",
         ],
-        // Where each download was written, on its node; which run of a daemon holds a node's name.
+        // Where each download was written, on its node; which run of a daemon holds a node's name; stop order.
         [
             "ALTER TABLE swoop_downloads ADD COLUMN directory text",
             "ALTER TABLE swoop_nodes ADD COLUMN instance text NOT NULL DEFAULT ''",
+            // tellStopped's order: the first to stop first.
+            """
+            CREATE INDEX swoop_downloads_stopped ON swoop_downloads (updated_at, id)
+            WHERE state IN ('completed', 'failed', 'removed') AND parent IS NULL
+            """,
         ],
     ]
 

@@ -26,7 +26,7 @@ extension Aria2RPC {
 
     /// aria2's waiting list: not started yet, paused ones in their places.
     static let waitingStates: Set<Download.State> = [.waiting, .paused, .interrupted]
-    /// aria2's stopped list (in a fleet, in queue order rather than the order they stopped).
+    /// aria2's stopped list, the first to stop first.
     static let stoppedStates: Set<Download.State> = [.completed, .failed, .removed]
     /// The page size a whole list is read in.
     static let fleetPageSize = 1000
@@ -75,7 +75,9 @@ extension Aria2RPC {
         let counts = try await catalogue.counts()
         let page = try Self.page(count: states.reduce(0) { $0 + counts[$1, default: 0] }, p)
         guard let low = page.indices.min(), let high = page.indices.max() else { return .array([]) }
-        let entries = try await catalogue.entries(in: states, offset: low, limit: high - low + 1)
+        let entries = states == Self.stoppedStates
+            ? try await catalogue.stopped(offset: low, limit: high - low + 1)
+            : try await catalogue.entries(in: states, offset: low, limit: high - low + 1)
         let statuses = await fleetStatuses(page.indices.filter { $0 - low < entries.count }.map { entries[$0 - low] })
         return Aria2Status.list(statuses, count: statuses.count, keys: page.keys)
     }

@@ -65,6 +65,8 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
                 sql: """
                     ALTER TABLE catalogue_downloads ADD COLUMN directory TEXT;
                     ALTER TABLE catalogue_nodes ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+                    CREATE INDEX catalogue_stopped ON catalogue_downloads (updated_at, id)
+                        WHERE state IN ('completed', 'failed', 'removed') AND parent IS NULL;
                     """
             )
         }
@@ -127,6 +129,17 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         }
     }
 
+    public func stopped(offset: Int, limit: Int) async throws -> [CatalogueEntry] {
+        try await withErrors("reading") {
+            try await database.read { db in
+                try Self.entries(
+                    db, where: "state IN ('completed', 'failed', 'removed') AND parent IS NULL ORDER BY updated_at, id LIMIT ? OFFSET ?",
+                    arguments: [max(0, limit), max(0, offset)]
+                )
+            }
+        }
+    }
+
     public func ids(startingWith prefix: String, limit: Int) async throws -> [Download.ID] {
         try await withErrors("reading") {
             try await database.read { db in
@@ -163,10 +176,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         }
         started.withLockedValue { _ = $0.insert(beat.name) }
         guard let holder else { return nil }
-        // (Gone since: another try will take it.)
-        let date = Date()
-        return try await nodes().first { $0.name == beat.name }
-            ?? FleetNode(name: beat.name, address: "", startedAt: date, lastBeat: date, activeDownloads: 0, bytesPerSecond: 0, silentFor: 0)
+        return try await self.holder(of: holder)
     }
 
     @discardableResult

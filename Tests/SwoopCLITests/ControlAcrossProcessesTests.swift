@@ -25,7 +25,8 @@ struct ControlAcrossProcessesTests: CLISuite {
     }
 
     /// While one process downloads (its connection stalled, so no byte wakes it): `limit` changes its
-    /// rate there and stores it, `pause` stops it within two seconds and reports it, that process
+    /// rate there and stores it, `pause` stops it and reports it (long before the stalled connection's
+    /// 60 s idle timeout could have ended the transfer: the pause woke it), that process
     /// says so and ends, a bare `resume` leaves the paused download alone and says how to continue
     /// it, and `resume ID` finishes it byte-exact from where it stopped.
     @Test func pauseAndLimitReachTheProcessThatRunsTheDownload() async throws {
@@ -44,7 +45,9 @@ struct ControlAcrossProcessesTests: CLISuite {
         let took = ContinuousClock.now - started
         #expect(pause.status == 0, "\(pause.stderr)")
         #expect(pause.stdoutLines == ["paused \(prefix) \(url)"])
-        #expect(took < .seconds(2), "pause took \(took)")
+        // Not a timing figure (those are benchmarks'): an order. The stall ends only with the idle
+        // timeout, so a pause that waited for a byte or for that timeout would take 60 s or more.
+        #expect(took < .seconds(30), "pause took \(took)")
         #expect(try await list().first?["state"] as? String == "paused")
         let owner = await running.wait()
         #expect(owner.status == 8, "\(owner.stderr)")

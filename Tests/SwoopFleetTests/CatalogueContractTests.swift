@@ -446,4 +446,22 @@ struct CatalogueContractTests {
             #expect(try await fleet[winner].nodes().isEmpty)
         }
     }
+
+    @Test(arguments: CatalogueKind.allCases)
+    func stoppedDownloadsComeInTheOrderTheyStopped(kind: CatalogueKind) async throws {
+        try await withFleet(kind) { fleet in
+            let catalogue = fleet[0]
+            let added = items(3)
+            try await catalogue.add(added)
+            let claims = try await catalogue.claim(ClaimRequest(node: "a", count: 3, lease: longLease))
+            try #require(claims.count == 3)
+            for (index, outcome) in [(2, ClaimOutcome.completed(fileName: "f-2", totalBytes: 1)), (0, .failed("gone")), (1, .removed)] {
+                #expect(try await catalogue.settle(claims[index], as: outcome))
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(try await catalogue.stopped(offset: 0, limit: 10).map(\.id) == [added[2].id, added[0].id, added[1].id])
+            #expect(try await catalogue.stopped(offset: 1, limit: 1).map(\.id) == [added[0].id])
+            #expect(try await catalogue.entries(in: nil, offset: 0, limit: 10).map(\.id) == added.map(\.id), "lists keep queue order")
+        }
+    }
 }

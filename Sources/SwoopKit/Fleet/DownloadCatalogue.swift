@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the daemons of a fleet share: the downloads, their order, who runs each and what was asked
 /// of them. SwoopPostgres keeps it in PostgreSQL for daemons on many machines; SwoopStore's SQLite
 /// catalogue for daemons on one. Both pass one contract (`Tests/SwoopFleetTests`).
@@ -25,6 +27,10 @@ public protocol DownloadCatalogue: Sendable {
     /// A page of the entries in `states` (all states when `nil`), in queue order: priority (higher
     /// first), then the order they were added.
     func entries(in states: Set<Download.State>?, offset: Int, limit: Int) async throws -> [CatalogueEntry]
+
+    /// A page of the downloads that stopped for good (completed, failed, removed), the first to stop
+    /// first: aria2's tellStopped order.
+    func stopped(offset: Int, limit: Int) async throws -> [CatalogueEntry]
 
     /// How many entries there are in each state (a state with none is left out).
     func counts() async throws -> [Download.State: Int]
@@ -107,6 +113,14 @@ public protocol DownloadCatalogue: Sendable {
 }
 
 extension DownloadCatalogue {
+    /// The node that holds `name`, for a ``join(_:lease:)`` that did not get it: as listed, or,
+    /// gone from the list since, a stand-in heard from just now (the next try takes the name).
+    public func holder(of name: String) async throws -> FleetNode {
+        let now = Date()
+        return try await nodes().first { $0.name == name }
+            ?? FleetNode(name: name, address: "", startedAt: now, lastBeat: now, activeDownloads: 0, bytesPerSecond: 0, silentFor: 0)
+    }
+
     /// Takes `node` off the list of nodes, whichever run of a daemon holds the name.
     public func leave(node: String) async throws {
         try await leave(node: node, instance: "")
