@@ -54,23 +54,41 @@ extension PostgresCatalogue {
                 let window = request.maxPerHost == nil ? request.count : max(request.count * 4, 64)
                 // Waiting downloads, and those whose lease ran out, each through its own partial index
                 // (one query with an OR would sort the whole table), merged in queue order.
-                var found: [(priority: Int, position: Int, candidate: CatalogueRules.Candidate)] = []
-                for waiting in [true] + (scanExpired ? [false] : []) {
-                    let condition = waiting ? "state = 'waiting'" : "state = 'active' AND lease_until < clock_timestamp() AND requested IS NULL"
-                    // Each node writes into its own directory: a waiting download with bytes on a node
-                    // that is still heard from waits for that node, which continues it from its part file.
-                    let anyNode = request.takesParts || !waiting
-                    let rows = try await connection.query(
+                // Each node writes into its own directory: a waiting download with bytes on another
+                // node still heard from is left to that node (which continues it from its part file)
+                // for a while after it was resumed (`request.affinity`).
+                var others: [String] = []
+                if !request.takesParts {
+                    let live = try await connection.query(
                         """
-                        SELECT id, host, priority, position FROM swoop_downloads d
-                        WHERE \(unescaped: condition) AND host <> ALL(\(full)) \(unescaped: request.takesParts ? "" : "AND parent IS NULL")
-                            AND (\(anyNode) OR completed_bytes = 0 OR node IS NULL OR node = \(request.node) OR NOT EXISTS (
-                                SELECT 1 FROM swoop_nodes n WHERE n.name = d.node
-                                    AND n.beat_at >= clock_timestamp() - \(request.lease.seconds) * interval '1 second'))
-                        ORDER BY priority DESC, position LIMIT \(window) FOR UPDATE SKIP LOCKED
+                        SELECT name FROM swoop_nodes WHERE name <> \(request.node)
+                            AND beat_at >= clock_timestamp() - \(request.lease.seconds) * interval '1 second'
                         """,
                         logger: logger
                     )
+                    for try await name in live.decode(String.self) { others.append(name) }
+                }
+                let affinity = request.affinity.seconds
+                var found: [(priority: Int, position: Int, candidate: CatalogueRules.Candidate)] = []
+                for waiting in [true] + (scanExpired ? [false] : []) {
+                    let condition = waiting ? "state = 'waiting'" : "state = 'active' AND lease_until < clock_timestamp() AND requested IS NULL"
+                    let query: PostgresQuery
+                    if waiting && !others.isEmpty {
+                        query = """
+                            SELECT id, host, priority, position FROM swoop_downloads
+                            WHERE \(unescaped: condition) AND host <> ALL(\(full)) AND parent IS NULL
+                                AND (completed_bytes = 0 OR node IS NULL OR node <> ALL(\(others))
+                                     OR updated_at < now() - \(affinity) * interval '1 second')
+                            ORDER BY priority DESC, position LIMIT \(window) FOR UPDATE SKIP LOCKED
+                            """
+                    } else {
+                        query = """
+                            SELECT id, host, priority, position FROM swoop_downloads
+                            WHERE \(unescaped: condition) AND host <> ALL(\(full)) \(unescaped: request.takesParts ? "" : "AND parent IS NULL")
+                            ORDER BY priority DESC, position LIMIT \(window) FOR UPDATE SKIP LOCKED
+                            """
+                    }
+                    let rows = try await connection.query(query, logger: logger)
                     for try await (id, host, priority, position) in rows.decode((String, String, Int, Int).self) {
                         found.append((priority, position, .init(id: Download.ID(id), host: host)))
                     }

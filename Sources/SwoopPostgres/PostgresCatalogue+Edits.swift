@@ -57,8 +57,8 @@ extension PostgresCatalogue {
     public func move(_ id: Download.ID, by offset: Int, from anchor: QueueAnchor) async throws -> EditEffect {
         try await withErrors("moving a download in") { [self] in
             try await client.withTransaction(logger: logger) { connection in
-                // One move at a time (and no claim meanwhile): two moves would pick one place.
-                try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.claimLock))", logger: logger)
+                // One move at a time: two would pick one place.
+                try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.moveLock))", logger: logger)
                 var found: (state: Download.State, node: String?, slot: QueueSlot)?
                 let rows = try await connection.query(
                     "SELECT state, node, priority, position FROM swoop_downloads WHERE id = \(id.rawValue) AND parent IS NULL FOR UPDATE",
@@ -97,14 +97,22 @@ extension PostgresCatalogue {
                 let after = target == 0 ? around.first : around.dropFirst().first
                 // After every download's: the sequence's next value (new downloads come after it).
                 var end = 0
-                let next = try await connection.query("SELECT nextval(pg_get_serial_sequence('swoop_downloads', 'position'))", logger: logger)
+                let next = try await connection.query(
+                    "SELECT nextval(pg_get_serial_sequence('swoop_downloads', 'position')) * \(CatalogueRules.positionStep)", logger: logger
+                )
                 for try await value in next.decode(Int.self) { end = value }
                 guard let placement = CatalogueRules.placement(between: before, and: after, end: end) else { return .moved(to: counts.current) }
                 if let shift = placement.shift {
+                    // The waiting list's rows only, locked in id order as a control locks them.
                     try await connection.query(
                         """
-                        UPDATE swoop_downloads SET position = position - 1
-                        WHERE priority = \(shift.priority) AND position <= \(shift.through) AND id <> \(id.rawValue)
+                        WITH moving AS (
+                            SELECT id FROM swoop_downloads
+                            WHERE priority = \(shift.priority) AND position <= \(shift.through) AND state = ANY(\(names)) AND parent IS NULL
+                                AND id <> \(id.rawValue)
+                            ORDER BY id FOR UPDATE
+                        )
+                        UPDATE swoop_downloads SET position = position - \(shift.by) WHERE id IN (SELECT id FROM moving)
                         """,
                         logger: logger
                     )

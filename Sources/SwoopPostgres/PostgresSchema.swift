@@ -10,6 +10,8 @@ enum PostgresSchema {
     static let migrationLock: Int64 = 0x7377_6F6F_702D_6D67
     /// The advisory lock that serializes claims ("swoop-cl"), so that the fleet's limits hold.
     static let claimLock: Int64 = 0x7377_6F6F_702D_636C
+    /// The advisory lock that serializes moves in the queue ("swoop-mv"): two would pick one place.
+    static let moveLock: Int64 = 0x7377_6F6F_702D_6D76
     /// The channel idle daemons listen on.
     static let channel = "swoop_changes"
 
@@ -66,6 +68,8 @@ enum PostgresSchema {
         [
             "ALTER TABLE swoop_downloads ADD COLUMN directory text",
             "ALTER TABLE swoop_nodes ADD COLUMN instance text NOT NULL DEFAULT ''",
+            // Room between new downloads' positions, for moves (CatalogueRules.positionStep).
+            "ALTER TABLE swoop_downloads ALTER COLUMN position SET DEFAULT nextval('swoop_downloads_position_seq'::regclass) * \(unescaped: String(CatalogueRules.positionStep))",
             // tellStopped's order: the first to stop first.
             """
             CREATE INDEX swoop_downloads_stopped ON swoop_downloads (updated_at, id)

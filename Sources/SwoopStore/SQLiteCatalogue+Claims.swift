@@ -37,12 +37,14 @@ extension SQLiteCatalogue {
                 let full = CatalogueRules.fullHosts(perHost, maxPerHost: request.maxPerHost)
                 let skipping = full.isEmpty ? "" : "AND host NOT IN (\(Self.placeholders(full.count)))"
                 let window = request.maxPerHost == nil ? request.count : max(request.count * 4, 64)
-                // Each node writes into its own directory: a download with bytes on a node that is
-                // still heard from waits for that node, which continues it from its part file.
+                // Each node writes into its own directory: a waiting download with bytes on another
+                // node still heard from is left to that node (which continues it from its part file)
+                // for a while after it was resumed (`request.affinity`).
                 let elsewhere = """
-                    AND NOT (state = 'waiting' AND completed_bytes > 0 AND node IS NOT NULL AND node <> ?
+                    AND NOT (state = 'waiting' AND completed_bytes > 0 AND node IS NOT NULL AND node <> ? AND updated_at >= ?
                         AND node IN (SELECT name FROM catalogue_nodes WHERE beat_at >= ?))
                     """
+                let affinity = now - request.affinity.seconds
                 let candidates = try GRDB.Row.fetchAll(
                     db,
                     sql: """
@@ -51,7 +53,7 @@ extension SQLiteCatalogue {
                             \(request.takesParts ? "" : "AND parent IS NULL \(elsewhere)")
                         ORDER BY priority DESC, position LIMIT ?
                         """,
-                    arguments: [now] + StatementArguments(full) + (request.takesParts ? [] : [request.node, now - request.lease.seconds]) + [window]
+                    arguments: [now] + StatementArguments(full) + (request.takesParts ? [] : [request.node, affinity, now - request.lease.seconds]) + [window]
                 ).map { CatalogueRules.Candidate(id: Download.ID($0[0]), host: $0[1]) }
                 let chosen = CatalogueRules.choose(candidates, active: perHost.values.reduce(0, +), perHost: perHost, for: request)
                 guard !chosen.isEmpty else { return [] }

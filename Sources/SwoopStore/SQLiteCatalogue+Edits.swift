@@ -70,12 +70,13 @@ extension SQLiteCatalogue {
                 ).map { QueueSlot(priority: $0[0], position: $0[1]) }
                 let before = target == 0 ? nil : around.first
                 let after = target == 0 ? around.first : around.dropFirst().first
-                let end = (try Int.fetchOne(db, sql: "SELECT coalesce(max(position), 0) + 1 FROM catalogue_downloads")) ?? 1
+                let step = CatalogueRules.positionStep
+                let end = (try Int.fetchOne(db, sql: "SELECT coalesce(max(position), 0) + ? FROM catalogue_downloads", arguments: [step])) ?? step
                 guard let placement = CatalogueRules.placement(between: before, and: after, end: end) else { return .moved(to: current) }
                 if let shift = placement.shift {
                     try db.execute(
-                        sql: "UPDATE catalogue_downloads SET position = position - 1 WHERE priority = ? AND position <= ? AND id <> ?",
-                        arguments: [shift.priority, shift.through, id.rawValue]
+                        sql: "UPDATE catalogue_downloads SET position = position - ? WHERE priority = ? AND position <= ? AND \(list)",
+                        arguments: [shift.by, shift.priority, shift.through] + arguments
                     )
                 }
                 try db.execute(

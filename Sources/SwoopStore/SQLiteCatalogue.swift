@@ -86,7 +86,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
     static func insert(_ items: [CatalogueItem], _ db: Database, now: Double) throws {
         var position = try Int.fetchOne(db, sql: "SELECT coalesce(max(position), 0) FROM catalogue_downloads") ?? 0
         for item in items {
-            position += 1
+            position += CatalogueRules.positionStep
             let urls = String(decoding: try JSONEncoder().encode(item.urls), as: UTF8.self)
             try db.execute(
                 sql: """

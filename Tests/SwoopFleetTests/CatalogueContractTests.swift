@@ -396,7 +396,22 @@ struct CatalogueContractTests {
             _ = try await b.control(.resume, ids: [added[0].id])
             #expect(try await a.claim(ClaimRequest(node: "a", count: 1, lease: longLease)).isEmpty, "b has its bytes now")
             try await b.leave(node: "b")
-            #expect(try await a.claim(ClaimRequest(node: "a", count: 1, lease: longLease)).map(\.id) == [added[0].id])
+            let back = try await a.claim(ClaimRequest(node: "a", count: 1, lease: longLease))
+            #expect(back.map(\.id) == [added[0].id])
+            // Silent for a lease: another node takes it.
+            try await a.beat(NodeBeat(name: "a"))
+            #expect(try await a.settle(try #require(back.first), as: .released))
+            #expect(try await b.claim(ClaimRequest(node: "b", count: 1, lease: longLease)).isEmpty)
+            try await Task.sleep(for: .milliseconds(400))
+            let late = try await b.claim(ClaimRequest(node: "b", count: 1, lease: .milliseconds(300), affinity: .seconds(60)))
+            #expect(late.map(\.id) == [added[0].id])
+            // Heard from, but resumed longer ago than the affinity lasts: another node takes it too.
+            #expect(try await b.settle(try #require(late.first), as: .released))
+            try await b.beat(NodeBeat(name: "b"))
+            #expect(try await a.claim(ClaimRequest(node: "a", count: 1, lease: longLease)).isEmpty)
+            try await Task.sleep(for: .milliseconds(400))
+            let expired = try await a.claim(ClaimRequest(node: "a", count: 1, lease: longLease, affinity: .milliseconds(300)))
+            #expect(expired.map(\.id) == [added[0].id])
         }
     }
 

@@ -33,21 +33,31 @@ struct CatalogueEditRulesTests {
 
     @Test func aMovedDownloadTakesAPlaceBetweenItsNeighbours() {
         let slot = { (priority: Int, position: Int) in QueueSlot(priority: priority, position: position) }
+        let step = CatalogueRules.positionStep
         // Alone in the list: nowhere to go.
         #expect(CatalogueRules.placement(between: nil, and: nil, end: 10) == nil)
-        // First: just before the first, at its priority.
-        #expect(CatalogueRules.placement(between: nil, and: slot(3, 7), end: 10) == Placement(slot: slot(3, 6)))
+        // First: a step before the first, at its priority.
+        #expect(CatalogueRules.placement(between: nil, and: slot(3, 7 * step), end: 10 * step) == Placement(slot: slot(3, 6 * step)))
         // Last: after every download, at the last one's priority.
-        #expect(CatalogueRules.placement(between: slot(-2, 4), and: nil, end: 10) == Placement(slot: slot(-2, 10)))
-        #expect(CatalogueRules.placement(between: slot(0, 12), and: nil, end: 10) == Placement(slot: slot(0, 13)))
-        // Between two priorities: first of the lower one.
-        #expect(CatalogueRules.placement(between: slot(5, 8), and: slot(0, 2), end: 10) == Placement(slot: slot(0, 1)))
-        // Between two of one priority with room: just after the first.
-        #expect(CatalogueRules.placement(between: slot(0, 2), and: slot(0, 6), end: 10) == Placement(slot: slot(0, 3)))
-        // Next to each other: those up to the first move one lower, and it takes the first's place.
+        #expect(CatalogueRules.placement(between: slot(-2, 4 * step), and: nil, end: 10 * step) == Placement(slot: slot(-2, 10 * step)))
+        #expect(CatalogueRules.placement(between: slot(0, 12 * step), and: nil, end: 10 * step) == Placement(slot: slot(0, 13 * step)))
+        // Between two priorities: a step before the first of the lower one.
+        #expect(CatalogueRules.placement(between: slot(5, 8), and: slot(0, 2 * step), end: 10) == Placement(slot: slot(0, step)))
+        // Between two of one priority with room: half-way.
+        #expect(CatalogueRules.placement(between: slot(0, 2 * step), and: slot(0, 3 * step), end: 10) == Placement(slot: slot(0, 2 * step + step / 2)))
+        #expect(CatalogueRules.placement(between: slot(0, 4), and: slot(0, 6), end: 10) == Placement(slot: slot(0, 5)))
+        // Next to each other: those up to the first go a step lower, and it takes the middle of the room made.
         #expect(
             CatalogueRules.placement(between: slot(1, 4), and: slot(1, 5), end: 10)
-                == Placement(slot: slot(1, 4), shift: (priority: 1, through: 4))
+                == Placement(slot: slot(1, 4 - step / 2), shift: Placement.Shift(priority: 1, through: 4, by: step))
         )
+        // Ten moves between two neighbours added one after the other before a shift is needed.
+        var (low, high) = (slot(0, 0), slot(0, step))
+        for _ in 0..<10 {
+            let placed = CatalogueRules.placement(between: low, and: high, end: 10 * step)
+            #expect(placed?.shift == nil)
+            high = placed?.slot ?? high
+        }
+        #expect(high.position > low.position)
     }
 }

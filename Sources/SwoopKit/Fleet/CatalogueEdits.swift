@@ -28,25 +28,27 @@ public struct QueueSlot: Sendable, Hashable {
     }
 }
 
-/// Where a moved download goes, and the room made for it first: positions of `priority` up to and
-/// including `through` one lower each (none when `nil`).
+/// Where a moved download goes, and the room made for it first: the downloads of the waiting list
+/// of `priority` up to and including position `through` go `by` lower each (none when `nil`).
 public struct Placement: Sendable, Hashable {
-    public var slot: QueueSlot
-    public var shift: (priority: Int, through: Int)?
+    public struct Shift: Sendable, Hashable {
+        public var priority: Int
+        public var through: Int
+        public var by: Int
 
-    public init(slot: QueueSlot, shift: (priority: Int, through: Int)? = nil) {
+        public init(priority: Int, through: Int, by: Int) {
+            self.priority = priority
+            self.through = through
+            self.by = by
+        }
+    }
+
+    public var slot: QueueSlot
+    public var shift: Shift?
+
+    public init(slot: QueueSlot, shift: Shift? = nil) {
         self.slot = slot
         self.shift = shift
-    }
-
-    public static func == (a: Placement, b: Placement) -> Bool {
-        a.slot == b.slot && a.shift?.priority == b.shift?.priority && a.shift?.through == b.shift?.through
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(slot)
-        hasher.combine(shift?.priority)
-        hasher.combine(shift?.through)
     }
 }
 
@@ -84,27 +86,39 @@ extension CatalogueRules {
         waitingList.contains(state) || (state == .active && asker != nil && node == asker)
     }
 
+    /// The room left between the positions of downloads added one after the other: a moved
+    /// download goes half-way between its neighbours, so about ten moves fit between two before
+    /// any download is shifted.
+    public static let positionStep = 1024
+
+    /// How long a waiting download with bytes on a node still heard from is left to that node
+    /// (``DownloadCatalogue/claim(_:)``), in leases since it was resumed: past it, any node takes it.
+    public static let affinityLeases = 4
+
     /// Where a download goes to sit between `before` and `after` in the waiting list (without it),
-    /// `nil` each at that end. `end` is a position after every download's. Positions need not be
-    /// unique in the queue, but two downloads of the waiting list never share a place: when
-    /// `before` and `after` are next to each other, the downloads of their priority up to `before`
-    /// move one lower first.
+    /// `nil` each at that end. `end` is a position after every download's. Two downloads of the
+    /// waiting list never share a place: when `before` and `after` are next to each other, the
+    /// waiting list's downloads of their priority up to `before` go one step lower first (rare:
+    /// ``positionStep`` leaves room).
     public static func placement(between before: QueueSlot?, and after: QueueSlot?, end: Int) -> Placement? {
         switch (before, after) {
         case (nil, nil):
             return nil
         case (nil, let after?):
-            return Placement(slot: QueueSlot(priority: after.priority, position: after.position - 1))
+            return Placement(slot: QueueSlot(priority: after.priority, position: after.position - positionStep))
         case (let before?, nil):
-            return Placement(slot: QueueSlot(priority: before.priority, position: max(end, before.position + 1)))
+            return Placement(slot: QueueSlot(priority: before.priority, position: max(end, before.position + positionStep)))
         case (let before?, let after?):
             if before.priority != after.priority {
-                return Placement(slot: QueueSlot(priority: after.priority, position: after.position - 1))
+                return Placement(slot: QueueSlot(priority: after.priority, position: after.position - positionStep))
             }
             if after.position - before.position >= 2 {
-                return Placement(slot: QueueSlot(priority: before.priority, position: before.position + 1))
+                return Placement(slot: QueueSlot(priority: before.priority, position: before.position + (after.position - before.position) / 2))
             }
-            return Placement(slot: before, shift: (before.priority, before.position))
+            return Placement(
+                slot: QueueSlot(priority: before.priority, position: before.position - positionStep / 2),
+                shift: Placement.Shift(priority: before.priority, through: before.position, by: positionStep)
+            )
         }
     }
 }

@@ -130,8 +130,14 @@ public struct ClaimRequest: Sendable, Hashable {
     /// Whether parts of split downloads may be claimed (a node writing into the fleet's shared
     /// directory); else only whole downloads.
     public var takesParts: Bool
+    /// How long after it was resumed a waiting download with bytes on another node still heard
+    /// from is left to that node (each node writing into its own directory).
+    public var affinity: Duration
 
-    public init(node: String, count: Int, lease: Duration, maxActive: Int? = nil, maxPerHost: Int? = nil, takesParts: Bool = false) {
+    public init(
+        node: String, count: Int, lease: Duration, maxActive: Int? = nil, maxPerHost: Int? = nil, takesParts: Bool = false, affinity: Duration? = nil
+    ) {
+        self.affinity = affinity ?? lease * CatalogueRules.affinityLeases
         self.node = node
         self.count = count
         self.lease = lease
