@@ -32,11 +32,12 @@ extension Aria2RPC {
         entry.state == .active && settings.node != nil && entry.node == settings.node
     }
 
-    /// The error for an edit the catalogue refused: `what` cannot happen to a download in this state.
-    static func refused(_ effect: EditEffect, _ id: Download.ID, _ what: String) -> RPCError {
+    /// The error for an edit the catalogue refused: `what` cannot happen to a download in this
+    /// state; `first` says what to do first to a running one.
+    static func refused(_ effect: EditEffect, _ id: Download.ID, _ what: String, first: String = "pause it first") -> RPCError {
         switch effect {
         case .refused(.active, let node?):
-            return RPCError.method("download \(id) runs on node \(node): \(what) (pause it first)")
+            return RPCError.method("download \(id) runs on node \(node): \(what) (\(first))")
         case .refused(let state, _):
             return RPCError.method("download \(id) is \(Aria2Status.status(state)): \(what)")
         case .notFound:
@@ -65,7 +66,7 @@ extension Aria2RPC {
         let text = String(decoding: JSONValue.object(options).serialized(), as: UTF8.self)
         let effect = try await catalogue.revise(entry.id, urls: nil, options: text, heldBy: settings.node)
         guard effect == .done else { throw Self.refused(effect, entry.id, "its options cannot change") }
-        if runsHere(entry) { try? await manager.changeSettings(entry.id, changed.settings) }
+        if runsHere(entry) { try await manager.changeSettings(entry.id, changed.settings) }
         return .string("OK")
     }
 
@@ -77,6 +78,8 @@ extension Aria2RPC {
         if let position, position < 0 { throw RPCError.method("position must be 0 or more (got \(position))") }
         let (uris, deleted) = try Self.edited(entry.urls, removing: try p.strings(2, "delUris"), adding: adding, at: position)
         for uri in uris { _ = try DownloadRequest.validate(uri) }
+        let effect = try await catalogue.revise(entry.id, urls: uris, options: nil, heldBy: settings.node)
+        guard effect == .done else { throw Self.refused(effect, entry.id, "its URIs cannot change") }
         if runsHere(entry) {
             // Live, as a lone daemon does: the bytes kept when the new URL proves the same file.
             let manager = self.manager
@@ -84,8 +87,6 @@ extension Aria2RPC {
                 try await Self.changeSources(entry.id, of: try await manager.details(id: entry.id).record, to: uris, in: manager)
             }
         }
-        let effect = try await catalogue.revise(entry.id, urls: uris, options: nil, heldBy: settings.node)
-        guard effect == .done else { throw Self.refused(effect, entry.id, "its URIs cannot change") }
         return .array([.integer(Int64(deleted)), .integer(Int64(adding.count))])
     }
 
@@ -93,7 +94,7 @@ extension Aria2RPC {
     func fleetForget(_ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> JSONValue {
         let id = try await catalogue.resolve(try p.string(0, "gid"))
         let effect = try await catalogue.forget(ids: [id])[id] ?? .notFound
-        guard effect == .done else { throw Self.refused(effect, id, "only a stopped download's result can be removed") }
+        guard effect == .done else { throw Self.refused(effect, id, "only a stopped download's result can be removed", first: "remove it first") }
         await forgetHere([id])
         return .string("OK")
     }
@@ -120,14 +121,16 @@ extension Aria2RPC {
         }
         if (try? await manager.download(id: entry.id)) != nil {
             try await manager.remove(entry.id, deletingFile: true)
+        } else if entry.node != nil {
+            let file = entry.fileName.map { name in " (its file, if any: \(entry.directory.map { $0 + "/" } ?? "")\(name))" } ?? ""
+            throw RPCError.method("download \(entry.id) is no longer known to this daemon\(file): remove it with aria2.remove and aria2.removeDownloadResult")
         }
         // Ended here, or never claimed: removed in the catalogue (this node's end written at its
         // next sync, at once), then forgotten.
         _ = try await catalogue.control(.remove, ids: [entry.id])
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if try await catalogue.forget(ids: [entry.id])[entry.id] != .refused(.active, node: settings.node) { break }
-            try await Task.sleep(for: .milliseconds(20))
+        let effect = try await catalogue.forgetOnceStopped([entry.id], within: .seconds(10))[entry.id] ?? .notFound
+        guard effect == .done || effect == .notFound else {
+            throw Self.refused(effect, entry.id, "its file was deleted, and it is still stopping: call aria2.removeDownloadResult once it has", first: "wait")
         }
         return .string(entry.id.rawValue)
     }

@@ -93,27 +93,23 @@ enum FleetActions {
     static func remove(ids: [String], in catalogue: PostgresCatalogue, console: Console, wait: Duration = .seconds(10)) async throws {
         let resolved = try await resolveFleetIDs(ids, in: catalogue)
         let effects = try await catalogue.control(.remove, ids: resolved)
-        var running = resolved.filter { if case .asked = effects[$0] { true } else { false } }
-        let deadline = ContinuousClock.now + wait
-        while !running.isEmpty, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-            let stillActive = Set(try await catalogue.entries(ids: running).filter { $0.state == .active }.map(\.id))
-            running = running.filter(stillActive.contains)
-        }
-        let forgotten = try await catalogue.forget(ids: resolved.filter { !running.contains($0) })
+        let forgotten = try await catalogue.forgetOnceStopped(resolved.filter { effects[$0] != .notFound }, within: wait)
         var failed: SwoopError?
         for id in resolved {
             let short = id.rawValue.prefix(8)
             switch (effects[id] ?? .notFound, forgotten[id]) {
-            case (.notFound, _):
+            case (.notFound, _), (_, .notFound?):
                 console.error("no download \(id) in the fleet")
                 failed = failed ?? SwoopError(.notFound, "")
-            case (.asked(let node), nil):
-                console.result("\(short): asked \(node), which runs it, to remove it (still listed until it stops there)")
             case (_, .done?):
                 console.result("\(short): removed")
-            case (_, let other):
-                console.error("\(short) could not be forgotten: \(String(describing: other))")
+            case (_, .refused(.active, let node)?):
+                console.result("\(short): asked \(node ?? "its node"), which runs it, to remove it; still stopping there (`swoop rm --store … \(short)` again forgets it)")
+            case (_, .refused(let state, _)?):
+                console.error("\(short) is \(state.rawValue): it cannot be removed")
+                failed = failed ?? SwoopError(.invalidArgument, "")
+            case (_, .moved?), (_, nil):
+                console.error("\(short) could not be removed")
                 failed = failed ?? SwoopError(.store, "")
             }
         }
@@ -222,6 +218,8 @@ struct FleetListing: Encodable {
     var node: String?
     var claim: Int
     var fileName: String?
+    /// Where it was written, on `node`.
+    var directory: String?
     var totalBytes: Int?
     var completedBytes: Int
     var bytesPerSecond: Double
@@ -230,7 +228,7 @@ struct FleetListing: Encodable {
 
     init(_ entry: CatalogueEntry) {
         (id, url, mirrors, state) = (entry.id.rawValue, entry.urls.first ?? "", Array(entry.urls.dropFirst()), entry.state.rawValue)
-        (node, claim, fileName, priority) = (entry.node, entry.epoch, entry.fileName, entry.priority)
+        (node, claim, fileName, directory, priority) = (entry.node, entry.epoch, entry.fileName, entry.directory, entry.priority)
         (totalBytes, completedBytes, bytesPerSecond, error) = (entry.totalBytes, entry.completedBytes, entry.bytesPerSecond, entry.error)
     }
 }

@@ -121,6 +121,22 @@ extension DownloadCatalogue {
             ?? FleetNode(name: name, address: "", startedAt: now, lastBeat: now, activeDownloads: 0, bytesPerSecond: 0, silentFor: 0)
     }
 
+    /// Forgets `ids` once they stopped (``forget(ids:)``): one still active (its node was asked
+    /// to remove it) is waited for, up to `wait`, and left as it is after that (refused, active).
+    public func forgetOnceStopped(_ ids: [Download.ID], within wait: Duration) async throws -> [Download.ID: EditEffect] {
+        var effects: [Download.ID: EditEffect] = [:]
+        var pending = ids
+        let deadline = ContinuousClock.now + wait
+        while !pending.isEmpty {
+            let round = try await forget(ids: pending)
+            effects.merge(round) { _, new in new }
+            pending = pending.filter { if case .refused(.active, _) = round[$0] { true } else { false } }
+            if pending.isEmpty || ContinuousClock.now >= deadline { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return effects
+    }
+
     /// Takes `node` off the list of nodes, whichever run of a daemon holds the name.
     public func leave(node: String) async throws {
         try await leave(node: node, instance: "")

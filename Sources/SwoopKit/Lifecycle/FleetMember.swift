@@ -152,19 +152,25 @@ public actor FleetMember: Service {
     /// downloads now (or soon): they are paused here at once and forgotten.
     func stopWritingIfLeaseRanOut() async {
         guard !claimed.isEmpty, ContinuousClock.now - lastRenewal >= settings.lease - settings.heartbeat else { return }
+        logger.warning("no heartbeat reached the catalogue for the lease's length; stopping this node's \(claimed.count) downloads and parts here")
+        await stopEverything()
+    }
+
+    /// Pauses every download and part this node runs, and gives their claims back (once the
+    /// catalogue answers, to run at once: here, from the part file, or elsewhere; a renewal still
+    /// on its way would otherwise hold them for another lease). Refused, harmlessly, for a claim
+    /// another node took over meanwhile.
+    func stopEverything() async {
         for id in parts.keys {
-            logger.warning("no heartbeat reached the catalogue for the lease's length; stopping part \(id) here")
+            logger.warning("stopping part \(id) here")
             stopPart(id, as: .released)
         }
         releaseSplits()
         let lost = held
         held = [:]
         for (local, claim) in lost {
-            logger.warning("no heartbeat reached the catalogue for the lease's length; stopping download \(claim.id) here")
+            logger.warning("stopping download \(claim.id) here")
             try? await manager.pause(local)
-            // Given back once the catalogue answers again, to run at once (here, from its part file,
-            // or elsewhere): a renewal still on its way would otherwise hold it for another lease.
-            // Refused, harmlessly, when another node took it over meanwhile.
             ends.append(ClaimEnd(claim, .released))
         }
     }
@@ -254,11 +260,12 @@ public actor FleetMember: Service {
                     sharedDirectory: settings.sharedDirectory ?? "", instance: settings.instance
                 )
             )
-            if !recorded {
+            if !recorded, !stopping {
                 // Silent for a lease (stopped, say), and another daemon joined as this node since:
-                // its claims were fenced off, and it claims no more.
-                logger.error("another daemon joined the fleet as node \(settings.node) while this one was silent; this one claims no more downloads")
+                // this one stops what it runs, gives it back, and claims no more.
+                logger.error("another daemon joined the fleet as node \(settings.node) while this one was silent; this one stops its downloads and claims no more")
                 stopping = true
+                await stopEverything()
             }
             // An address announced while this beat was on its way goes in the next one, at once.
             if address == sent { lastBeat = now }
