@@ -106,10 +106,28 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
     // MARK: - Schema
 
     public func prepare() async throws {
+        try await prepare(creating: true)
+    }
+
+    /// Migrates an older schema; makes the tables when there are none only if `creating` (a
+    /// daemon), else says there is no fleet there (a command given the wrong database).
+    public func prepare(creating: Bool) async throws {
         // Longer than a call: a migration may wait for another daemon's.
         try await withErrors("opening", timeout: max(timeout, .seconds(60))) { [self] in
             let connection = try await connectOnce()
             do {
+                if !creating {
+                    var found = false
+                    for try await exists in try await connection.query("SELECT to_regclass('swoop_schema') IS NOT NULL", logger: logger).decode(Bool.self) {
+                        found = exists
+                    }
+                    guard found else {
+                        throw SwoopError(
+                            .notFound,
+                            "no fleet at \(address.description): the first `swoop daemon --store` started on a database makes its tables (is the database's name right?)"
+                        )
+                    }
+                }
                 try await migrate(connection)
                 try await connection.close()
             } catch {

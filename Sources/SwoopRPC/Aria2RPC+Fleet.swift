@@ -50,12 +50,15 @@ extension Aria2RPC {
 
     /// `tellStatus` and the calls that read one download (getUris, getFiles, getOption, …).
     func fleetStatus(_ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> Aria2Status? {
-        // A unique prefix names a download as it does on a lone daemon; none in the fleet: this daemon's own.
+        // A unique prefix names a download as it does on a lone daemon; none in the fleet: this
+        // daemon's own (lone path), unless it stopped (the fleet forgot it).
         let id: Download.ID
         do {
             id = try await catalogue.resolve(try p.string(0, "gid"))
         } catch let error as SwoopError where error.code == .notFound {
-            return nil
+            guard let local = try? await manager.details(id: try await p.gid(0, among: try await allIDs())) else { return nil }
+            if Aria2Status.isStopped(local.download.state) { throw RPCError.method("No such download for GID#\(local.download.id)") }
+            return status(local)
         }
         let (local, entry) = (try? await manager.details(id: id), try await catalogue.entries(ids: [id]).first)
         // A download that stopped here and that the fleet forgot since (removeDownloadResult on

@@ -34,10 +34,10 @@ extension Aria2RPC {
 
     /// The error for an edit the catalogue refused: `what` cannot happen to a download in this
     /// state; `first` says what to do first to a running one.
-    static func refused(_ effect: EditEffect, _ id: Download.ID, _ what: String, first: String = "pause it first") -> RPCError {
+    func refused(_ effect: EditEffect, _ id: Download.ID, _ what: String, first: String = "pause it first", _ catalogue: any DownloadCatalogue) async -> RPCError {
         switch effect {
         case .refused(.active, let node?):
-            return RPCError.method("download \(id) runs on node \(node): \(what) (\(first))")
+            return RPCError.method("download \(id) runs on node \(node)\(await address(of: node, catalogue)): \(what) (\(first))")
         case .refused(let state, _):
             return RPCError.method("download \(id) is \(Aria2Status.status(state)): \(what)")
         case .notFound:
@@ -51,7 +51,7 @@ extension Aria2RPC {
         let id = try await catalogue.resolve(try p.string(0, "gid"))
         let effect = try await catalogue.move(id, by: try p.integer(1, "pos"), from: try Aria2Paging.anchor(try p.string(2, "how")))
         guard case .moved(let index) = effect else {
-            throw Self.refused(effect, id, "only a waiting or paused download has a place in the queue")
+            throw await refused(effect, id, "only a waiting or paused download has a place in the queue", catalogue)
         }
         return .integer(Int64(index))
     }
@@ -65,7 +65,7 @@ extension Aria2RPC {
         _ = try Aria2Options(options)
         let text = String(decoding: JSONValue.object(options).serialized(), as: UTF8.self)
         let effect = try await catalogue.revise(entry.id, urls: nil, options: text, heldBy: settings.node)
-        guard effect == .done else { throw Self.refused(effect, entry.id, "its options cannot change") }
+        guard effect == .done else { throw await refused(effect, entry.id, "its options cannot change here", first: "call it there, or pause it first", catalogue) }
         if runsHere(entry) { try await manager.changeSettings(entry.id, changed.settings) }
         return .string("OK")
     }
@@ -79,7 +79,7 @@ extension Aria2RPC {
         let (uris, deleted) = try Self.edited(entry.urls, removing: try p.strings(2, "delUris"), adding: adding, at: position)
         for uri in uris { _ = try DownloadRequest.validate(uri) }
         let effect = try await catalogue.revise(entry.id, urls: uris, options: nil, heldBy: settings.node)
-        guard effect == .done else { throw Self.refused(effect, entry.id, "its URIs cannot change") }
+        guard effect == .done else { throw await refused(effect, entry.id, "its URIs cannot change here", first: "call it there, or pause it first", catalogue) }
         if runsHere(entry) {
             // Live, as a lone daemon does: the bytes kept when the new URL proves the same file.
             let manager = self.manager
@@ -94,7 +94,7 @@ extension Aria2RPC {
     func fleetForget(_ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> JSONValue {
         let id = try await catalogue.resolve(try p.string(0, "gid"))
         let effect = try await catalogue.forget(ids: [id])[id] ?? .notFound
-        guard effect == .done else { throw Self.refused(effect, id, "only a stopped download's result can be removed", first: "remove it first") }
+        guard effect == .done else { throw await refused(effect, id, "only a stopped download's result can be removed", first: "remove it first", catalogue) }
         await forgetHere([id])
         return .string("OK")
     }
@@ -130,7 +130,7 @@ extension Aria2RPC {
         _ = try await catalogue.control(.remove, ids: [entry.id])
         let effect = try await catalogue.forgetOnceStopped([entry.id], within: .seconds(10))[entry.id] ?? .notFound
         guard effect == .done || effect == .notFound else {
-            throw Self.refused(effect, entry.id, "its file was deleted, and it is still stopping: call aria2.removeDownloadResult once it has", first: "wait")
+            throw await refused(effect, entry.id, "its file was deleted, and it is still stopping: call aria2.removeDownloadResult once it has", first: "wait", catalogue)
         }
         return .string(entry.id.rawValue)
     }

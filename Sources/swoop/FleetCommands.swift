@@ -33,7 +33,7 @@ struct NodesCommand: AsyncParsableCommand {
                 }
                 console.result(String(decoding: JSONValue.array(values).serialized(), as: UTF8.self))
             } else if nodes.isEmpty {
-                console.result("no daemon has joined this fleet yet")
+                console.result("no daemon is in this fleet now")
             } else {
                 console.result(FleetTable.nodes(nodes).joined(separator: "\n"))
             }
@@ -148,11 +148,15 @@ enum FleetActions {
 
 /// The fleet's tables, pure.
 enum FleetTable {
-    static func nodes(_ nodes: [FleetNode]) -> [String] {
+    /// - Parameter silence: A node silent this long is shown as dead, with no downloads or speed
+    ///   (the default lease: its downloads are then another's to take).
+    static func nodes(_ nodes: [FleetNode], silence: Double = 15) -> [String] {
         let rows = nodes.map { node in
-            [
-                node.name, node.address.isEmpty ? "-" : node.address, "\(node.activeDownloads)", ByteFormatting.rate(node.bytesPerSecond),
-                node.silentFor < 60 ? String(format: "%.1f s ago", node.silentFor) : "silent \(Int(node.silentFor)) s",
+            let live = node.silentFor < silence
+            return [
+                node.name, node.address.isEmpty ? "-" : node.address, live ? "\(node.activeDownloads)" : "-",
+                live ? ByteFormatting.rate(node.bytesPerSecond) : "-",
+                node.silentFor < silence ? String(format: "%.1f s ago", node.silentFor) : "silent \(Int(node.silentFor)) s (taken for dead)",
             ]
         }
         return columns(["NODE", "ADDRESS", "ACTIVE", "SPEED", "LAST HEARTBEAT"], rows)
@@ -218,8 +222,8 @@ struct FleetListing: Encodable {
     var node: String?
     var claim: Int
     var fileName: String?
-    /// Where it was written, on `node`.
-    var directory: String?
+    /// Its path on `node` (as `ls --json` names a download's path), once that node said where.
+    var destination: String?
     var totalBytes: Int?
     var completedBytes: Int
     var bytesPerSecond: Double
@@ -228,7 +232,8 @@ struct FleetListing: Encodable {
 
     init(_ entry: CatalogueEntry) {
         (id, url, mirrors, state) = (entry.id.rawValue, entry.urls.first ?? "", Array(entry.urls.dropFirst()), entry.state.rawValue)
-        (node, claim, fileName, directory, priority) = (entry.node, entry.epoch, entry.fileName, entry.directory, entry.priority)
+        (node, claim, fileName, priority) = (entry.node, entry.epoch, entry.fileName, entry.priority)
+        destination = entry.fileName.flatMap { name in entry.directory.map { $0 + "/" + name } }
         (totalBytes, completedBytes, bytesPerSecond, error) = (entry.totalBytes, entry.completedBytes, entry.bytesPerSecond, entry.error)
     }
 }

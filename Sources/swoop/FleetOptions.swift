@@ -27,12 +27,14 @@ struct FleetOptions: ParsableArguments {
         return try PostgresAddress(parsing: store).withPassword(environment: ProcessInfo.processInfo.environment, file: storePasswordFile)
     }
 
-    /// The fleet's catalogue, prepared (its schema made or migrated), or `nil` without `--store`.
+    /// The fleet's catalogue, its schema migrated, or `nil` without `--store`. A database with no
+    /// fleet's tables is an error: a daemon makes them (a typo in its name would otherwise make a
+    /// queue no daemon reads).
     func catalogue() async throws -> PostgresCatalogue? {
         guard let address = try address() else { return nil }
         let catalogue = try PostgresCatalogue(address)
         do {
-            try await catalogue.prepare()
+            try await catalogue.prepare(creating: false)
         } catch {
             await catalogue.close()
             throw error

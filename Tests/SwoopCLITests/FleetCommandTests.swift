@@ -250,7 +250,7 @@ struct FleetCommandTests {
 
         // Options changed live on the daemon that runs it, refused by another (which would only store them).
         let limited = try await Fleet.call(far, "aria2.changeOption", [gids[0], ["max-download-limit": "200K"]])
-        #expect((limited["error"] as? [String: Any])?["message"] as? String == "download \(gids[0]) runs on node runner: its options cannot change (pause it first)")
+        #expect((limited["error"] as? [String: Any])?["message"] as? String == "download \(gids[0]) runs on node runner (at 127.0.0.1:\(near)): its options cannot change here (call it there, or pause it first)")
         #expect(try await result(near, "aria2.changeOption", [gids[0], ["max-download-limit": "200K"]]) as? String == "OK")
         let option = try #require(try await result(near, "aria2.getOption", [gids[0]]) as? [String: Any])
         #expect(option["max-download-limit"] as? String == "204800", "\(option)")
@@ -341,7 +341,7 @@ struct FleetCommandTests {
         first.signal(SIGTERM)
         _ = await first.wait(timeout: .seconds(30))
         let workspace = try SwoopBinary.workspace("swoop-fleet-user").root
-        #expect(try await fleet.run(["nodes"], in: workspace).stdout == "no daemon has joined this fleet yet\n")
+        #expect(try await fleet.run(["nodes"], in: workspace).stdout == "no daemon is in this fleet now\n")
         let (again, _) = try await fleet.daemon("twin")
         again.signal(SIGTERM)
         let result = await again.wait(timeout: .seconds(30))

@@ -37,6 +37,7 @@ struct FleetListingCommandTests {
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], "\(json.stdout)")
         #expect(listed.map { $0["id"] as? String ?? "" } == ids)
         #expect(listed.allSatisfy { $0["state"] as? String == "completed" && $0["node"] as? String == "keeper" && $0["completedBytes"] as? Int == 10_000 })
+        #expect(listed.map { $0["destination"] as? String } == (0..<3).map { out + "/d-\($0).bin" })
 
         let removed = try await fleet.run(["rm", String(ids[0].prefix(8))], in: workspace)
         #expect(removed.status == 0 && removed.stdout == "\(ids[0].prefix(8)): removed\n", "\(removed.stdout)\(removed.stderr)")
@@ -44,6 +45,11 @@ struct FleetListingCommandTests {
         let purged = try await fleet.run(["rm", "--completed"], in: workspace)
         #expect(purged.stdout == "removed 2 completed downloads from the fleet\n", "\(purged.stdout)\(purged.stderr)")
         #expect(try await fleet.run(["ls"], in: workspace).stdout == "no downloads in the fleet\n")
+        // A database with no fleet (a typo in its name) is said to be one, not made one.
+        let elsewhere = try await Fleet(server: fleet.server)
+        let none = try await elsewhere.run(["add", server.url("/d-0.bin")], in: workspace)
+        #expect(none.status != 0 && none.stderr.contains("no fleet at postgres://"), "\(none.stderr)")
+        #expect(try await elsewhere.server.psql("SELECT to_regclass('swoop_downloads') IS NULL", database: elsewhere.database) == "t")
         let deleting = try await fleet.run(["rm", "--delete-file", ids[1]], in: workspace)
         #expect(deleting.status != 0 && deleting.stderr.contains("a fleet's files are on its nodes"), "\(deleting.stderr)")
         await catalogue.close()

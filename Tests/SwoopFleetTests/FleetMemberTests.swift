@@ -186,4 +186,30 @@ struct FleetMemberTests {
         #expect(sha256Hex(file: node.directory + "/f-0") == sha256Hex(bodies["f-0"] ?? []))
         #expect(server.bodyBytesSent(to: "/f-0") < (1 << 20) + (512 << 10), "continued, not fetched again")
     }
+
+    /// changeUri on the daemon that runs the download pauses it for the change and resumes it at
+    /// once: its claim goes on (no end written), and it completes from where it was.
+    @Test(arguments: CatalogueKind.allCases)
+    func aDownloadWhoseSourceChangesWhileItRunsKeepsItsClaim(kind: CatalogueKind) async throws {
+        let server = try await TestServer.start()
+        let bodies = serve(server, 1, size: 1 << 20, rate: 256 << 10)
+        server.serve("/moved", Resource(body: bodies["f-0"] ?? [], etag: "\"f0\""))
+        let fleet = try await kind.makeFleet(2)
+        let node = try Node("runner", catalogue: fleet[0])
+        let user = fleet[1]
+        let item = CatalogueItem(urls: [server.url("/f-0")])
+        try await user.add([item])
+        try #require(try await until(.seconds(30)) { try await user.entries(ids: [item.id]).first?.completedBytes ?? 0 > 0 })
+        try await node.manager.changeURL(item.id, to: server.url("/moved"))
+        let done = try await until { try await user.counts() == [.completed: 1] }
+        let entry = try await user.entries(ids: [item.id]).first
+        await node.stop()
+        await user.close()
+        try await server.shutdown()
+        #expect(done, "\(String(describing: entry))")
+        #expect(entry?.node == "runner" && entry?.epoch == 1, "one claim, never ended and claimed again")
+        #expect(sha256Hex(file: node.directory + "/f-0") == sha256Hex(bodies["f-0"] ?? []))
+        let range = server.requests(to: "/moved").first?.header("Range") ?? ""
+        #expect(range.hasPrefix("bytes=") && range != "bytes=0-", "continued: \(range)")
+    }
 }

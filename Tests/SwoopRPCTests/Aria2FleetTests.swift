@@ -119,7 +119,7 @@ struct Aria2FleetTests {
         defer { Task { await fleet.stop() } }
         let (f, gids, catalogue) = (fleet.fixture, fleet.gids, fleet.catalogue)
         func entry(_ gid: String) async throws -> CatalogueEntry? { try await catalogue.entries(ids: [Download.ID(gid)]).first }
-        let running = "download \(gids[0]) runs on node far"
+        let running = "download \(gids[0]) runs on node far (at 10.0.0.2:6800)"
 
         #expect(await f.value("aria2.changePosition", .string(gids[4]), 0, "POS_SET") == 0)
         #expect(await fleet.listed("aria2.tellWaiting", 0, 10) == [[gids[4], "paused"], [gids[2], "waiting"], [gids[3], "waiting"]])
@@ -141,7 +141,7 @@ struct Aria2FleetTests {
         #expect(shown["max-download-limit"] == "1048576" && shown["split"] == "2", "\(shown)")
         #expect(
             await f.call("aria2.changeOption", .string(gids[0]), ["max-download-limit": "1M"]).errorMessage
-                == "\(running): its options cannot change (pause it first)"
+                == "\(running): its options cannot change here (call it there, or pause it first)"
         )
         #expect(await f.call("aria2.changeOption", .string(gids[2]), ["dir": "/elsewhere"]).errorMessage == "dir cannot be changed after a download is added")
         #expect(await f.call("aria2.changeOption", .string(gids[2]), ["split": "lots"]).errorMessage?.contains("split") == true)
@@ -158,7 +158,7 @@ struct Aria2FleetTests {
         #expect(await f.call("aria2.changeUri", .string(gids[3]), 1, [], ["ftp://x/y"]).errorMessage?.contains("ftp://x/y") == true)
         #expect(
             await f.call("aria2.changeUri", .string(gids[0]), 1, [], [.string(mirror)]).errorMessage
-                == "\(running): its URIs cannot change (pause it first)"
+                == "\(running): its URIs cannot change here (call it there, or pause it first)"
         )
     }
 

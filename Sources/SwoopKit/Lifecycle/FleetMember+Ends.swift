@@ -23,9 +23,12 @@ extension FleetMember {
 
     /// A download's terminal event: its claim ends with it, written at the next sync with the
     /// others that ended meanwhile.
-    func ended(_ event: DownloadEvent) {
+    func ended(_ event: DownloadEvent) async {
         let local = event.download.id
         guard let claim = held[local], let outcome = CatalogueRules.outcome(of: event) else { return }
+        // Paused only for a change of its sources (changeUri on this daemon), and running again: no end.
+        if outcome == .paused, await !manager.staysPaused(local) { return }
+        guard held[local] == claim else { return }
         held[local] = nil
         ends.append(ClaimEnd(claim, outcome, directory: Self.directory(of: event.download)))
         kick.yield()

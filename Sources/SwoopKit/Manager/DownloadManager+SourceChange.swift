@@ -19,6 +19,8 @@ extension DownloadManager {
     public func changeURL(_ id: Download.ID, to url: String, trustMirrorLength: Bool = false) async throws {
         let newURL = try DownloadRequest.validate(url).absoluteString
         let wasRunning = runs.isRunning(id)
+        restarting.insert(id)
+        defer { restarting.remove(id) }
         if wasRunning { try await pause(id) }
         var reason: String?
         var from = ""
@@ -43,6 +45,14 @@ extension DownloadManager {
         if wasRunning { try resume(id) }
     }
 
+    /// Whether a download that was paused stays so: `false` while it is paused only to change its
+    /// sources, or once it runs or waits again (a paused event read late). For a caller that ends
+    /// something with a pause (a fleet's claim).
+    public func staysPaused(_ id: Download.ID) -> Bool {
+        guard !restarting.contains(id), let state = try? existingRecord(id).state else { return false }
+        return state == .paused
+    }
+
     /// Replaces a download's mirrors (``DownloadRequest/mirrors``). A download running here is
     /// paused for the change and resumed after it, so its segments spread over the new sources.
     ///
@@ -52,6 +62,8 @@ extension DownloadManager {
     public func setMirrors(_ id: Download.ID, _ mirrors: [String]) async throws {
         let urls = try mirrors.map { try DownloadRequest.validate($0).absoluteString }
         let wasRunning = runs.isRunning(id)
+        restarting.insert(id)
+        defer { restarting.remove(id) }
         if wasRunning { try await pause(id) }
         _ = try withDownloadLock(id) { record in
             guard record.state != .completed, record.state != .removed else {

@@ -38,6 +38,9 @@ public actor DownloadManager {
     /// The key of each download in the queue: a queued run takes the download's lock by it before
     /// it reads the record (once).
     var queuedKeys: [Download.ID: DownloadKey] = [:]
+    /// Downloads paused only to change their sources (``changeURL(_:to:trustMirrorLength:)``,
+    /// ``setMirrors(_:_:)``) and resumed right after: their pause is no stop (``staysPaused(_:)``).
+    var restarting: Set<Download.ID> = []
     var phase = Phase.idle
     let starts: AsyncStream<Download.ID>
     let startsContinuation: AsyncStream<Download.ID>.Continuation
