@@ -314,12 +314,12 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
     func withErrors<Result: Sendable>(
         _ doing: String, timeout: Duration? = nil, _ body: @escaping @Sendable () async throws -> Result
     ) async throws -> Result {
-        let failure = { (why: String) in
-            SwoopError(.store, "\(doing) the fleet's store at \(self.address.description) failed: \(why)", isRetryable: true)
+        let failure = { (why: String, code: SwoopError.Code) in
+            SwoopError(code, "\(doing) the fleet's store at \(self.address.description) failed: \(why)", isRetryable: true)
         }
-        if closed.withLockedValue({ $0 }) { throw failure("it was closed") }
+        if closed.withLockedValue({ $0 }) { throw failure("it was closed", .store) }
         let timeout = timeout ?? self.timeout
-        let timedOut = failure("no answer within \(Int(timeout.seconds)) s")
+        let timedOut = failure("no answer within \(Int(timeout.seconds)) s", .timeout)
         do {
             // A race the caller leaves at the first end: the query, or the timer. A query does not
             // stop when cancelled (postgres-nio waits for the server), so it is left to finish alone.
@@ -353,7 +353,7 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
             }
         } catch {
             if let error = Self.cause(of: error) as? SwoopError { throw error }
-            throw failure(self.describe(error))
+            throw failure(self.describe(error), Self.code(of: error))
         }
     }
 
@@ -361,6 +361,13 @@ public final class PostgresCatalogue: DownloadCatalogue, Sendable {
     static func cause(of error: any Error) -> any Error {
         guard let failed = error as? PostgresTransactionError else { return error }
         return failed.closureError ?? failed.beginError ?? failed.commitError ?? failed.rollbackError ?? error
+    }
+
+    /// What kind of failure it was: the server not reached (a network error, as the exit codes
+    /// say) or anything else the store did.
+    static func code(of error: any Error) -> SwoopError.Code {
+        let cause = (Self.cause(of: error) as? PSQLError)?.underlying ?? Self.cause(of: error)
+        return cause is NIOConnectionError || cause is IOError ? .network : .store
     }
 
     /// A system error as `strerror` words it, anything else as it describes itself.

@@ -47,7 +47,7 @@ struct PostgresCatalogueTests {
         let error = await #expect(throws: SwoopError.self) { try await catalogue.prepare() }
         let message = try #require(error?.message)
         #expect(message == "opening the fleet's store at postgres://swoop@127.0.0.1:\(closed.port)/fleet failed: cannot connect: Connection refused")
-        #expect(error?.code == .store && error?.isRetryable == true)
+        #expect(error?.code == .network && error?.isRetryable == true)
         #expect(ContinuousClock.now - started < .seconds(30))
         await catalogue.close()
     }
@@ -59,6 +59,7 @@ struct PostgresCatalogueTests {
         let started = ContinuousClock.now
         let error = await #expect(throws: SwoopError.self) { try await catalogue.counts() }
         #expect(error?.message == "counting the fleet's store at postgres://swoop@127.0.0.1:\(silent.port)/fleet failed: no answer within 1 s")
+        #expect(error?.code == .timeout)
         #expect(ContinuousClock.now - started < .seconds(20))
         await catalogue.close()
         let closed = await #expect(throws: SwoopError.self) { try await catalogue.renew(node: "a", lease: .seconds(1), progress: [ClaimProgress(id: .make(), epoch: 1)]) }
