@@ -56,29 +56,20 @@ extension PostgresCatalogue {
                 // (one query with an OR would sort the whole table), merged in queue order.
                 // Each node writes into its own directory: a waiting download with bytes on another
                 // node still heard from is left to that node (which continues it from its part file)
-                // for a while after it was resumed (`request.affinity`).
-                var others: [String] = []
-                if !request.takesParts {
-                    let live = try await connection.query(
-                        """
-                        SELECT name FROM swoop_nodes WHERE name <> \(request.node)
-                            AND beat_at >= clock_timestamp() - \(request.lease.seconds) * interval '1 second'
-                        """,
-                        logger: logger
-                    )
-                    for try await name in live.decode(String.self) { others.append(name) }
-                }
-                let affinity = request.affinity.seconds
+                // for a while after it was resumed (`request.affinity`). The live nodes are an
+                // uncorrelated subquery: read once, and only when a row with bytes is met.
+                let (lease, affinity) = (request.lease.seconds, request.affinity.seconds)
                 var found: [(priority: Int, position: Int, candidate: CatalogueRules.Candidate)] = []
                 for waiting in [true] + (scanExpired ? [false] : []) {
                     let condition = waiting ? "state = 'waiting'" : "state = 'active' AND lease_until < clock_timestamp() AND requested IS NULL"
                     let query: PostgresQuery
-                    if waiting && !others.isEmpty {
+                    if waiting && !request.takesParts {
                         query = """
                             SELECT id, host, priority, position FROM swoop_downloads
                             WHERE \(unescaped: condition) AND host <> ALL(\(full)) AND parent IS NULL
-                                AND (completed_bytes = 0 OR node IS NULL OR node <> ALL(\(others))
-                                     OR updated_at < now() - \(affinity) * interval '1 second')
+                                AND (completed_bytes = 0 OR node IS NULL OR node = \(request.node)
+                                     OR updated_at < now() - \(affinity) * interval '1 second'
+                                     OR node <> ALL(ARRAY(SELECT name FROM swoop_nodes WHERE beat_at >= now() - \(lease) * interval '1 second')))
                             ORDER BY priority DESC, position LIMIT \(window) FOR UPDATE SKIP LOCKED
                             """
                     } else {
