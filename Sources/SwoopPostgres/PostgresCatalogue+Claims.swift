@@ -88,11 +88,14 @@ extension PostgresCatalogue {
                 let chosen = CatalogueRules.choose(candidates, active: active, perHost: perHost, for: request)
                 guard !chosen.isEmpty else { return [] }
                 var claimed: [Download.ID: CatalogueEntry] = [:]
+                // Taken from another node, into a directory of this one's: it starts over here, and
+                // shows no bytes until this node reports some (in a shared directory it goes on).
                 let updated = try await connection.query(
                     """
                     UPDATE swoop_downloads SET state = 'active', node = \(request.node), epoch = epoch + 1,
                         lease_until = clock_timestamp() + \(request.lease.seconds) * interval '1 second',
-                        requested = NULL, error = NULL, speed = 0, updated_at = clock_timestamp()
+                        requested = NULL, error = NULL, speed = 0, updated_at = clock_timestamp(),
+                        completed_bytes = CASE WHEN \(request.takesParts) OR node = \(request.node) THEN completed_bytes ELSE 0 END
                     WHERE id = ANY(\(chosen.map(\.rawValue))) RETURNING \(unescaped: PostgresSchema.columns)
                     """,
                     logger: logger

@@ -58,13 +58,16 @@ extension SQLiteCatalogue {
                 let chosen = CatalogueRules.choose(candidates, active: perHost.values.reduce(0, +), perHost: perHost, for: request)
                 guard !chosen.isEmpty else { return [] }
                 let ids = StatementArguments(chosen.map(\.rawValue))
+                // Taken from another node, into a directory of this one's: it starts over here, and
+                // shows no bytes until this node reports some (in a shared directory it goes on).
                 try db.execute(
                     sql: """
                         UPDATE catalogue_downloads SET state = 'active', node = ?, epoch = epoch + 1, lease_until = ?, requested = NULL,
-                            error = NULL, speed = 0, updated_at = ?
+                            error = NULL, speed = 0, updated_at = ?,
+                            completed_bytes = CASE WHEN ? OR node = ? THEN completed_bytes ELSE 0 END
                         WHERE id IN (\(Self.placeholders(chosen.count)))
                         """,
-                    arguments: [request.node, until, now] + ids
+                    arguments: [request.node, until, now, request.takesParts, request.node] + ids
                 )
                 let byID = Dictionary(
                     try Self.entries(db, where: "id IN (\(Self.placeholders(chosen.count)))", arguments: ids).map { ($0.id, $0) },

@@ -73,6 +73,7 @@ struct CatalogueContractTests {
             try await Task.sleep(for: .milliseconds(500))
             let taken = try #require(try await b.claim(ClaimRequest(node: "b", count: 1, lease: longLease)).first)
             #expect(taken.id == item.id && taken.epoch == old.epoch + 1 && taken.node == "b")
+            #expect(taken.entry.completedBytes == 0, "it starts over in b's directory: none of a's bytes are b's")
             // The old holder learns it on its next write, and writes nothing.
             #expect(try await a.renew(node: "a", lease: longLease, progress: [progress]) == Renewal(lost: [item.id]))
             #expect(try await a.settle(old, as: .completed(fileName: "f-0", totalBytes: 4096)) == false)
