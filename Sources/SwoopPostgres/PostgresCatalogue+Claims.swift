@@ -212,13 +212,13 @@ extension PostgresCatalogue {
                 // The downloads, and the parts of those that are split.
                 let rows = try await connection.query(
                     """
-                    SELECT id, state, requested, node, parent FROM swoop_downloads
+                    SELECT id, state, requested, node, parent, coalesce(lease_until < clock_timestamp(), false) FROM swoop_downloads
                     WHERE id = ANY(\(ids.map(\.rawValue))) OR parent = ANY(\(ids.map(\.rawValue))) ORDER BY id FOR UPDATE
                     """,
                     logger: logger
                 )
-                for try await (id, state, requested, node, parent) in rows.decode((String, String, String?, String?, String?).self) {
-                    let current = Download.State(rawValue: state) ?? .failed
+                for try await (id, state, requested, node, parent, expired) in rows.decode((String, String, String?, String?, String?, Bool).self) {
+                    let current = CatalogueRules.seen(Download.State(rawValue: state) ?? .failed, leaseExpired: expired)
                     if parent != nil, !CatalogueRules.cascades(control, toPartIn: current) { continue }
                     let asked = requested.flatMap(CatalogueControl.init(rawValue:))
                     let change = CatalogueRules.apply(control, to: current, requested: asked, node: node)

@@ -88,7 +88,11 @@ extension Aria2RPC {
         if let catalogue = settings.catalogue {
             // A fleet's daemon: into the shared queue, for whichever node has room (checked here first).
             let item = try Aria2Options.catalogueItem(uris: try p.strings(0, "uris"), options: try p.options(1), roots: settings.roots)
+            let position = try p.optionalInteger(2, "position")
+            if let position, position < 0 { throw RPCError.method("position must be 0 or more (got \(position))") }
             try await catalogue.add([item])
+            // Its place in the shared waiting list (claimed meanwhile: it has none, and stays running).
+            if let position { _ = try await catalogue.move(item.id, by: position, from: .start) }
             return .string(item.id.rawValue)
         }
         let prepared = try prepareAdd(p)

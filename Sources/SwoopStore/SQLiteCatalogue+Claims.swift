@@ -177,11 +177,15 @@ extension SQLiteCatalogue {
                 // The downloads, and the parts of those that are split.
                 let marks = Self.placeholders(ids.count)
                 let rows = try GRDB.Row.fetchAll(
-                    db, sql: "SELECT id, state, requested, node, parent FROM catalogue_downloads WHERE id IN (\(marks)) OR parent IN (\(marks))",
-                    arguments: StatementArguments(ids.map(\.rawValue) + ids.map(\.rawValue))
+                    db,
+                    sql: """
+                        SELECT id, state, requested, node, parent, coalesce(lease_until < ?, 0) FROM catalogue_downloads
+                        WHERE id IN (\(marks)) OR parent IN (\(marks))
+                        """,
+                    arguments: [now] + StatementArguments(ids.map(\.rawValue) + ids.map(\.rawValue))
                 )
                 for row in rows {
-                    let current = Download.State(rawValue: row[1]) ?? .failed
+                    let current = CatalogueRules.seen(Download.State(rawValue: row[1]) ?? .failed, leaseExpired: row[5])
                     let parent: String? = row[4]
                     if parent != nil, !CatalogueRules.cascades(control, toPartIn: current) { continue }
                     let requested: String? = row[2]

@@ -175,16 +175,19 @@ struct CatalogueContractTests {
     func whatWasAskedOfANodeThatDiedIsDoneWhenItsLeaseRunsOut(kind: CatalogueKind) async throws {
         try await withFleet(kind, nodes: 2) { fleet in
             let (a, b) = (fleet[0], fleet[1])
-            let added = items(2)
+            let added = items(3)
             try await a.add(added)
-            let claims = try await a.claim(ClaimRequest(node: "a", count: 2, lease: .milliseconds(200)))
-            try #require(claims.count == 2)
+            let claims = try await a.claim(ClaimRequest(node: "a", count: 3, lease: .seconds(1)))
+            try #require(claims.count == 3)
             #expect(try await b.control(.pause, ids: [added[0].id]) == [added[0].id: .asked(node: "a")])
             #expect(try await b.control(.remove, ids: [added[1].id]) == [added[1].id: .asked(node: "a")])
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(1500))
+            // Asked after the lease ran out: no node holds it, and it is done at once, no claim needed.
+            #expect(try await b.control(.remove, ids: [added[2].id]) == [added[2].id: .done(.removed)])
+            #expect(try await a.settle(claims[2], as: .completed(fileName: "late", totalBytes: 1)) == false, "the dead holder is fenced off")
             #expect(try await b.claim(ClaimRequest(node: "b", count: 5, lease: longLease)).isEmpty)
             let states = try await b.entries(ids: added.map(\.id)).map(\.state)
-            #expect(states == [.paused, .removed])
+            #expect(states == [.paused, .removed, .removed])
         }
     }
 

@@ -60,4 +60,11 @@ struct CatalogueEditRulesTests {
         }
         #expect(high.position > low.position)
     }
+
+    @Test func anActiveDownloadWhoseLeaseRanOutIsSeenAsInterrupted() {
+        for state in Download.State.allCases {
+            #expect(CatalogueRules.seen(state, leaseExpired: false) == state)
+            #expect(CatalogueRules.seen(state, leaseExpired: true) == (state == .active ? .interrupted : state))
+        }
+    }
 }

@@ -131,6 +131,9 @@ struct Aria2FleetTests {
                 == "\(running): only a waiting or paused download has a place in the queue (pause it first)"
         )
         #expect(await f.call("aria2.changePosition", .string(gids[2]), 0, "POS_TOP").errorMessage == "how must be POS_SET, POS_CUR or POS_END (got 'POS_TOP')")
+        // addUri's position: its place in the shared waiting list.
+        let second = try #require(await f.value("aria2.addUri", [.string(f.server.url("/second.bin"))], [:], 1).string)
+        #expect(await fleet.listed("aria2.tellWaiting", 0, 10).map { $0[0] } == [gids[3], second, gids[2], gids[4]])
 
         // Options: kept with the download (its node reads them when it claims it), shown by getOption.
         #expect(await f.value("aria2.changeOption", .string(gids[2]), ["max-download-limit": "1M", "split": "2"]) == "OK")

@@ -50,6 +50,13 @@ public enum CatalogueRules {
         }
     }
 
+    /// The state a control sees a download in: one active whose lease ran out has no holder (its
+    /// node died), and is changed at once as an interrupted one is, its dead holder's claim fenced
+    /// off, rather than asked of a node that will never answer.
+    public static func seen(_ state: Download.State, leaseExpired: Bool) -> Download.State {
+        state == .active && leaseExpired ? .interrupted : state
+    }
+
     /// Whether a control asked of a split download also applies to its part in `state` (by
     /// ``apply(_:to:requested:node:)``). A resume takes back paused parts, and a pause not yet done
     /// of a running one; a failed or removed part stays, and the download is split anew when it

@@ -248,7 +248,9 @@ public actor FleetMember: Service {
 
     func beatIfDue() async {
         let now = ContinuousClock.now
-        if let lastBeat, now - lastBeat < settings.heartbeat { return }
+        // Due a little early: the heartbeat's tick comes every `heartbeat`, give or take the time a
+        // sync takes, and a beat skipped for a few milliseconds would wait a whole tick more.
+        if let lastBeat, now - lastBeat < settings.heartbeat * 0.8 { return }
         var speed = 0.0
         for local in held.keys { speed += (try? await manager.download(id: local).bytesPerSecond) ?? 0 }
         for run in parts.values { speed += run.transfer.bytesPerSecond }
