@@ -177,11 +177,13 @@ struct CatalogueContractTests {
             let (a, b) = (fleet[0], fleet[1])
             let added = items(3)
             try await a.add(added)
-            let claims = try await a.claim(ClaimRequest(node: "a", count: 3, lease: .seconds(1)))
+            let claims = try await a.claim(ClaimRequest(node: "a", count: 3, lease: longLease))
             try #require(claims.count == 3)
             #expect(try await b.control(.pause, ids: [added[0].id]) == [added[0].id: .asked(node: "a")])
             #expect(try await b.control(.remove, ids: [added[1].id]) == [added[1].id: .asked(node: "a")])
-            try await Task.sleep(for: .milliseconds(1500))
+            // Node a's last heartbeat, then silence: its leases run out.
+            _ = try await a.renew(node: "a", lease: .milliseconds(100), progress: claims.map { ClaimProgress(id: $0.id, epoch: $0.epoch) })
+            try await Task.sleep(for: .milliseconds(400))
             // Asked after the lease ran out: no node holds it, and it is done at once, no claim needed.
             #expect(try await b.control(.remove, ids: [added[2].id]) == [added[2].id: .done(.removed)])
             #expect(try await a.settle(claims[2], as: .completed(fileName: "late", totalBytes: 1)) == false, "the dead holder is fenced off")
