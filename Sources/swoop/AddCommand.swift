@@ -21,6 +21,10 @@ struct AddCommand: AsyncParsableCommand {
         let console = Console(quiet: global.quiet)
         if fleet.store != nil {
             // Into the fleet's queue, for whichever daemon has room.
+            if let directory = request.directory, !directory.hasPrefix("/") {
+                // This machine's working directory means nothing to the daemon that will run it.
+                throw SwoopError(.invalidArgument, "with --store, -d is a path on the daemons' machines: give it absolute (got \(directory))").exit(on: console)
+            }
             do {
                 let (requests, badLines) = try request.prepared(transfer: transfer, console: console, makeDirectory: false)
                 if let catalogue = try await fleet.catalogue() {

@@ -50,6 +50,8 @@ struct FleetListingCommandTests {
         let none = try await elsewhere.run(["add", server.url("/d-0.bin")], in: workspace)
         #expect(none.status != 0 && none.stderr.contains("no fleet at postgres://"), "\(none.stderr)")
         #expect(try await elsewhere.server.psql("SELECT to_regclass('swoop_downloads') IS NULL", database: elsewhere.database) == "t")
+        let relative = try await fleet.run(["add", "-d", "sub", server.url("/d-0.bin")], in: workspace)
+        #expect(relative.status == 2 && relative.stderr == "swoop: error: with --store, -d is a path on the daemons' machines: give it absolute (got sub)\n", "\(relative.stderr)")
         let deleting = try await fleet.run(["rm", "--delete-file", ids[1]], in: workspace)
         #expect(deleting.status != 0 && deleting.stderr.contains("a fleet's files are on its nodes"), "\(deleting.stderr)")
         await catalogue.close()
