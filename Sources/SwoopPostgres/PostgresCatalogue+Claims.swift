@@ -95,7 +95,8 @@ extension PostgresCatalogue {
                     UPDATE swoop_downloads SET state = 'active', node = \(request.node), epoch = epoch + 1,
                         lease_until = clock_timestamp() + \(request.lease.seconds) * interval '1 second',
                         requested = NULL, error = NULL, speed = 0, updated_at = clock_timestamp(),
-                        completed_bytes = CASE WHEN \(request.takesParts) OR node = \(request.node) THEN completed_bytes ELSE 0 END
+                        completed_bytes = CASE WHEN \(request.takesParts) OR node = \(request.node) THEN completed_bytes ELSE 0 END,
+                        directory = CASE WHEN \(request.takesParts) OR node = \(request.node) THEN directory END
                     WHERE id = ANY(\(chosen.map(\.rawValue))) RETURNING \(unescaped: PostgresSchema.columns)
                     """,
                     logger: logger
@@ -209,6 +210,8 @@ extension PostgresCatalogue {
             try await client.withTransaction(logger: logger) { connection in
                 var effects: [Download.ID: ControlEffect] = Dictionary(uniqueKeysWithValues: ids.map { ($0, ControlEffect.notFound) })
                 var changes: [(id: String, state: String, requested: String)] = []
+                // Not while a move shifts rows: it locks them in another order.
+                try await connection.query("SELECT pg_advisory_xact_lock_shared(\(PostgresSchema.moveLock))", logger: logger)
                 // The downloads, and the parts of those that are split.
                 let rows = try await connection.query(
                     """

@@ -11,6 +11,8 @@ extension PostgresCatalogue {
             try await client.withTransaction(logger: logger) { connection in
                 var effects: [Download.ID: EditEffect] = Dictionary(uniqueKeysWithValues: ids.map { ($0, EditEffect.notFound) })
                 var forgotten: [String] = []
+                // Not while a move shifts rows: it locks them in another order.
+                try await connection.query("SELECT pg_advisory_xact_lock_shared(\(PostgresSchema.moveLock))", logger: logger)
                 let rows = try await connection.query(
                     "SELECT id, state, node FROM swoop_downloads WHERE id = ANY(\(ids.map(\.rawValue))) AND parent IS NULL ORDER BY id FOR UPDATE",
                     logger: logger
@@ -39,6 +41,7 @@ extension PostgresCatalogue {
         guard !names.isEmpty else { return 0 }
         return try await withErrors("forgetting downloads in") { [self] in
             try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock_shared(\(PostgresSchema.moveLock))", logger: logger)
                 let rows = try await connection.query(
                     """
                     WITH chosen AS (DELETE FROM swoop_downloads WHERE state = ANY(\(names)) AND parent IS NULL RETURNING id),

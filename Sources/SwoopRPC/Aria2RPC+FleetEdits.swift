@@ -83,8 +83,14 @@ extension Aria2RPC {
         if runsHere(entry) {
             // Live, as a lone daemon does: the bytes kept when the new URL proves the same file.
             let manager = self.manager
-            try await sourceChanges.run(entry.id) { () async throws -> Void in
-                try await Self.changeSources(entry.id, of: try await manager.details(id: entry.id).record, to: uris, in: manager)
+            do {
+                try await sourceChanges.run(entry.id) { () async throws -> Void in
+                    try await Self.changeSources(entry.id, of: try await manager.details(id: entry.id).record, to: uris, in: manager)
+                }
+            } catch {
+                // Refused here (another download has that URL, say): the fleet keeps the URIs it had.
+                _ = try? await catalogue.revise(entry.id, urls: entry.urls, options: nil, heldBy: settings.node)
+                throw error
             }
         }
         return .array([.integer(Int64(deleted)), .integer(Int64(adding.count))])
@@ -130,7 +136,7 @@ extension Aria2RPC {
         _ = try await catalogue.control(.remove, ids: [entry.id])
         let effect = try await catalogue.forgetOnceStopped([entry.id], within: .seconds(10))[entry.id] ?? .notFound
         guard effect == .done || effect == .notFound else {
-            throw await refused(effect, entry.id, "its file was deleted, and it is still stopping: call aria2.removeDownloadResult once it has", first: "wait", catalogue)
+            throw RPCError.method("download \(entry.id)'s file was deleted, but the download is still stopping: aria2.removeDownloadResult forgets it once it has")
         }
         return .string(entry.id.rawValue)
     }

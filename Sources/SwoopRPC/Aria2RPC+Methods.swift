@@ -92,7 +92,8 @@ extension Aria2RPC {
             if let position, position < 0 { throw RPCError.method("position must be 0 or more (got \(position))") }
             try await catalogue.add([item])
             // Its place in the shared waiting list (claimed meanwhile: it has none, and stays running).
-            if let position { _ = try await catalogue.move(item.id, by: position, from: .start) }
+            // Added either way: a failed move is no failed add (a client would add it twice).
+            if let position { _ = try? await catalogue.move(item.id, by: position, from: .start) }
             return .string(item.id.rawValue)
         }
         let prepared = try prepareAdd(p)

@@ -64,10 +64,11 @@ extension SQLiteCatalogue {
                     sql: """
                         UPDATE catalogue_downloads SET state = 'active', node = ?, epoch = epoch + 1, lease_until = ?, requested = NULL,
                             error = NULL, speed = 0, updated_at = ?,
-                            completed_bytes = CASE WHEN ? OR node = ? THEN completed_bytes ELSE 0 END
+                            completed_bytes = CASE WHEN ? OR node = ? THEN completed_bytes ELSE 0 END,
+                            directory = CASE WHEN ? OR node = ? THEN directory END
                         WHERE id IN (\(Self.placeholders(chosen.count)))
                         """,
-                    arguments: [request.node, until, now, request.takesParts, request.node] + ids
+                    arguments: [request.node, until, now, request.takesParts, request.node, request.takesParts, request.node] + ids
                 )
                 let byID = Dictionary(
                     try Self.entries(db, where: "id IN (\(Self.placeholders(chosen.count)))", arguments: ids).map { ($0.id, $0) },

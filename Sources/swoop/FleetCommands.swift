@@ -12,11 +12,15 @@ struct NodesCommand: AsyncParsableCommand {
         abstract: "List the daemons of a fleet (--store): name, address, downloads running, speed, last heartbeat."
     )
 
+    @Option(help: ArgumentHelp("The daemons' --lease: a node silent longer is shown as dead.", valueName: "seconds"))
+    var lease: Double = 15
+
     @OptionGroup var fleet: FleetOptions
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if fleet.store == nil { throw ValidationError("give the fleet's --store postgres://USER@HOST/DB") }
+        if !(lease > 0) { throw ValidationError("--lease must be more than 0 seconds") }
     }
 
     func run() async throws {
@@ -35,7 +39,7 @@ struct NodesCommand: AsyncParsableCommand {
             } else if nodes.isEmpty {
                 console.result("no daemon is in this fleet now")
             } else {
-                console.result(FleetTable.nodes(nodes).joined(separator: "\n"))
+                console.result(FleetTable.nodes(nodes, silence: lease).joined(separator: "\n"))
             }
         } catch let error as SwoopError {
             throw error.exit(on: console)
@@ -148,15 +152,15 @@ enum FleetActions {
 
 /// The fleet's tables, pure.
 enum FleetTable {
-    /// - Parameter silence: A node silent this long is shown as dead, with no downloads or speed
-    ///   (the default lease: its downloads are then another's to take).
-    static func nodes(_ nodes: [FleetNode], silence: Double = 15) -> [String] {
+    /// - Parameter silence: A node silent this long (the daemons' lease) is shown as dead, with no
+    ///   downloads or speed: its downloads are another's to take.
+    static func nodes(_ nodes: [FleetNode], silence: Double) -> [String] {
         let rows = nodes.map { node in
             let live = node.silentFor < silence
             return [
                 node.name, node.address.isEmpty ? "-" : node.address, live ? "\(node.activeDownloads)" : "-",
                 live ? ByteFormatting.rate(node.bytesPerSecond) : "-",
-                node.silentFor < silence ? String(format: "%.1f s ago", node.silentFor) : "silent \(Int(node.silentFor)) s (taken for dead)",
+                live ? String(format: "%.1f s ago", node.silentFor) : "silent \(Int(node.silentFor)) s (taken for dead)",
             ]
         }
         return columns(["NODE", "ADDRESS", "ACTIVE", "SPEED", "LAST HEARTBEAT"], rows)

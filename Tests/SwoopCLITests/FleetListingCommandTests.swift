@@ -72,6 +72,8 @@ struct FleetListingCommandTests {
         let removed = try await fleet.run(["rm", id], in: workspace)
         #expect(removed.status == 0 && removed.stdout == "\(id.prefix(8)): removed\n", "\(removed.stdout)\(removed.stderr)")
         #expect(try await catalogue.counts() == [:])
+        // Stopped where it ran: no further request, and no file under its final name.
+        #expect(server.requests(to: "/slow.bin").count == 1)
         #expect(!FileManager.default.fileExists(atPath: out + "/slow.bin"))
         daemon.signal(SIGTERM)
         _ = await daemon.wait(timeout: .seconds(30))

@@ -212,4 +212,27 @@ struct FleetMemberTests {
         let range = server.requests(to: "/moved").first?.header("Range") ?? ""
         #expect(range.hasPrefix("bytes=") && range != "bytes=0-", "continued: \(range)")
     }
+
+    /// A change of sources refused while the download runs (another download has that URL): it
+    /// runs on as before, under the same claim, and completes.
+    @Test(arguments: CatalogueKind.allCases)
+    func aRefusedChangeOfSourcesLeavesTheDownloadRunning(kind: CatalogueKind) async throws {
+        let server = try await TestServer.start()
+        let bodies = serve(server, 2, size: 512 << 10, rate: 128 << 10)
+        let fleet = try await kind.makeFleet(2)
+        let node = try Node("runner", catalogue: fleet[0])
+        let user = fleet[1]
+        let items = (0..<2).map { CatalogueItem(urls: [server.url("/f-\($0)")]) }
+        try await user.add(items)
+        try #require(try await until(.seconds(30)) { try await user.entries(ids: items.map(\.id)).allSatisfy { $0.completedBytes > 0 } })
+        await #expect(throws: SwoopError.self) { try await node.manager.changeURL(items[0].id, to: server.url("/f-1")) }
+        let done = try await until { try await user.counts() == [.completed: 2] }
+        let entries = try await user.entries(ids: items.map(\.id))
+        await node.stop()
+        await user.close()
+        try await server.shutdown()
+        #expect(done, "\(entries.map { "\($0.state) \($0.epoch)" })")
+        #expect(entries.allSatisfy { $0.node == "runner" && $0.epoch == 1 })
+        #expect(sha256Hex(file: node.directory + "/f-0") == sha256Hex(bodies["f-0"] ?? []))
+    }
 }

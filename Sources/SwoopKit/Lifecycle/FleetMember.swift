@@ -194,8 +194,10 @@ public actor FleetMember: Service {
             lastRenewal = now
             return
         }
+        var paused: Set<Download.ID> = []
         for (local, claim) in held {
             let download = try? await manager.download(id: local)
+            if download?.state == .paused { paused.insert(local) }
             progress.append(
                 ClaimProgress(
                     id: claim.id, epoch: claim.epoch, totalBytes: download?.totalBytes, completedBytes: download?.completedBytes ?? 0,
@@ -211,6 +213,13 @@ public actor FleetMember: Service {
                 logger.warning("another node took over download \(claim.id) after its lease ran out; stopping it here")
                 held[local] = nil
                 try? await manager.pause(local)
+            }
+            // Paused here, and its pause event read while it looked like a change of its sources
+            // (one that then failed): ended now.
+            for local in paused where held[local] != nil {
+                guard await manager.staysPaused(local), let claim = held[local] else { continue }
+                held[local] = nil
+                ends.append(ClaimEnd(claim, .paused))
             }
             for (local, claim) in held {
                 switch renewal.requested[claim.id] {

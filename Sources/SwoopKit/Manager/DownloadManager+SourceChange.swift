@@ -18,30 +18,47 @@ extension DownloadManager {
     ///   another process is transferring it; ``SwoopError/Code/notFound`` for an unknown id.
     public func changeURL(_ id: Download.ID, to url: String, trustMirrorLength: Bool = false) async throws {
         let newURL = try DownloadRequest.validate(url).absoluteString
-        let wasRunning = runs.isRunning(id)
-        restarting.insert(id)
-        defer { restarting.remove(id) }
-        if wasRunning { try await pause(id) }
-        var reason: String?
-        var from = ""
-        let record = try withDownloadLock(id) { record in
-            guard record.state != .completed, record.state != .removed else {
-                throw SwoopError(.invalidArgument, "the download is \(record.state.rawValue): there is nothing to move to \(newURL)")
+        try await withSourcesPaused(id) {
+            var reason: String?
+            var from = ""
+            let record = try withDownloadLock(id) { record in
+                guard record.state != .completed, record.state != .removed else {
+                    throw SwoopError(.invalidArgument, "the download is \(record.state.rawValue): there is nothing to move to \(newURL)")
+                }
+                if let other = try store.find(url: newURL, directory: record.directory, requestedName: record.requestedName), other.id != id {
+                    throw SwoopError(.invalidArgument, "\(newURL) is already download \(other.id.rawValue.prefix(8)) for that file")
+                }
+                if record.state == .active { record.state = try DownloadStateMachine.next(after: .active, on: .recover).get() }
+                from = record.url
+                // The same URL: nothing moves (and no saved byte is put in doubt).
+                guard newURL != record.url else { return }
+                reason = SourceChange.move(&record, to: newURL, requestedName: record.requestedName, trustLength: trustMirrorLength)
+                record.updatedAt = Date()
+                try store.save(record)
             }
-            if let other = try store.find(url: newURL, directory: record.directory, requestedName: record.requestedName), other.id != id {
-                throw SwoopError(.invalidArgument, "\(newURL) is already download \(other.id.rawValue.prefix(8)) for that file")
-            }
-            if record.state == .active { record.state = try DownloadStateMachine.next(after: .active, on: .recover).get() }
-            from = record.url
-            // The same URL: nothing moves (and no saved byte is put in doubt).
-            guard newURL != record.url else { return }
-            reason = SourceChange.move(&record, to: newURL, requestedName: record.requestedName, trustLength: trustMirrorLength)
-            record.updatedAt = Date()
-            try store.save(record)
+            // A queued run takes the lock by the new key.
+            if queuedKeys[id] != nil { queuedKeys[id] = record.key }
+            if let reason { announceStartOver(record, from: from, reason: reason) }
         }
-        // A queued run takes the lock by the new key.
-        if queuedKeys[id] != nil { queuedKeys[id] = record.key }
-        if let reason { announceStartOver(record, from: from, reason: reason) }
+    }
+
+    /// Runs `change` with the download paused when it runs here, and resumes it after, whether
+    /// the change was made or refused (it then runs as before). Meanwhile its pause is no stop
+    /// (``staysPaused(_:)``).
+    func withSourcesPaused(_ id: Download.ID, _ change: () throws -> Void) async throws {
+        let wasRunning = runs.isRunning(id)
+        restarting[id, default: 0] += 1
+        defer {
+            restarting[id, default: 1] -= 1
+            if restarting[id] == 0 { restarting[id] = nil }
+        }
+        if wasRunning { try await pause(id) }
+        do {
+            try change()
+        } catch {
+            if wasRunning { try? resume(id) }
+            throw error
+        }
         if wasRunning { try resume(id) }
     }
 
@@ -49,7 +66,7 @@ extension DownloadManager {
     /// sources, or once it runs or waits again (a paused event read late). For a caller that ends
     /// something with a pause (a fleet's claim).
     public func staysPaused(_ id: Download.ID) -> Bool {
-        guard !restarting.contains(id), let state = try? existingRecord(id).state else { return false }
+        guard restarting[id] == nil, let state = try? existingRecord(id).state else { return false }
         return state == .paused
     }
 
@@ -61,20 +78,17 @@ extension DownloadManager {
     ///   ``SwoopError/Code/notFound`` for an unknown id.
     public func setMirrors(_ id: Download.ID, _ mirrors: [String]) async throws {
         let urls = try mirrors.map { try DownloadRequest.validate($0).absoluteString }
-        let wasRunning = runs.isRunning(id)
-        restarting.insert(id)
-        defer { restarting.remove(id) }
-        if wasRunning { try await pause(id) }
-        _ = try withDownloadLock(id) { record in
-            guard record.state != .completed, record.state != .removed else {
-                throw SwoopError(.invalidArgument, "the download is \(record.state.rawValue): its sources cannot change")
+        try await withSourcesPaused(id) {
+            _ = try withDownloadLock(id) { record in
+                guard record.state != .completed, record.state != .removed else {
+                    throw SwoopError(.invalidArgument, "the download is \(record.state.rawValue): its sources cannot change")
+                }
+                guard record.mirrors != urls else { return }
+                record.mirrors = urls
+                record.updatedAt = Date()
+                try store.save(record)
             }
-            guard record.mirrors != urls else { return }
-            record.mirrors = urls
-            record.updatedAt = Date()
-            try store.save(record)
         }
-        if wasRunning { try resume(id) }
     }
 
     /// The unfinished download of another URL that `request` would write to the same file, moved

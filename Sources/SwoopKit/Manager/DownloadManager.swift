@@ -40,7 +40,8 @@ public actor DownloadManager {
     var queuedKeys: [Download.ID: DownloadKey] = [:]
     /// Downloads paused only to change their sources (``changeURL(_:to:trustMirrorLength:)``,
     /// ``setMirrors(_:_:)``) and resumed right after: their pause is no stop (``staysPaused(_:)``).
-    var restarting: Set<Download.ID> = []
+    /// (A count: two changes may overlap.)
+    var restarting: [Download.ID: Int] = [:]
     var phase = Phase.idle
     let starts: AsyncStream<Download.ID>
     let startsContinuation: AsyncStream<Download.ID>.Continuation
