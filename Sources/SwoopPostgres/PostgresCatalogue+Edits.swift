@@ -23,7 +23,7 @@ extension PostgresCatalogue {
                         forgotten.append(id)
                         effects[Download.ID(id)] = .done
                     } else {
-                        effects[Download.ID(id)] = .refused(state, node: state == .active ? node : nil)
+                        effects[Download.ID(id)] = .refused(state, holder: node)
                     }
                 }
                 if !forgotten.isEmpty {
@@ -62,18 +62,8 @@ extension PostgresCatalogue {
             try await client.withTransaction(logger: logger) { connection in
                 // One move at a time: two would pick one place.
                 try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.moveLock))", logger: logger)
-                var found: (state: Download.State, node: String?, slot: QueueSlot)?
-                let rows = try await connection.query(
-                    "SELECT state, node, priority, position FROM swoop_downloads WHERE id = \(id.rawValue) AND parent IS NULL FOR UPDATE",
-                    logger: logger
-                )
-                for try await (state, node, priority, position) in rows.decode((String, String?, Int, Int).self) {
-                    found = (Download.State(rawValue: state) ?? .failed, node, QueueSlot(priority: priority, position: position))
-                }
-                guard let found else { return .notFound }
-                guard CatalogueRules.waitingList.contains(found.state) else {
-                    return .refused(found.state, node: found.state == .active ? found.node : nil)
-                }
+                guard let found = try await head(of: id, connection) else { return .notFound }
+                guard CatalogueRules.waitingList.contains(found.state) else { return .refused(found.state, holder: found.node) }
                 let names = CatalogueRules.waitingList.map(\.rawValue).sorted()
                 let (priority, position) = (found.slot.priority, found.slot.position)
                 var counts = (others: 0, current: 0)
@@ -136,15 +126,8 @@ extension PostgresCatalogue {
         let host = urls?.first.map(CatalogueItem.host(of:))
         return try await withErrors("changing a download in") { [self] in
             try await client.withTransaction(logger: logger) { connection in
-                var found: (state: Download.State, node: String?)?
-                let rows = try await connection.query(
-                    "SELECT state, node FROM swoop_downloads WHERE id = \(id.rawValue) AND parent IS NULL FOR UPDATE", logger: logger
-                )
-                for try await (state, node) in rows.decode((String, String?).self) { found = (Download.State(rawValue: state) ?? .failed, node) }
-                guard let found else { return .notFound }
-                guard CatalogueRules.revises(found.state, node: found.node, asker: heldBy) else {
-                    return .refused(found.state, node: found.state == .active ? found.node : nil)
-                }
+                guard let found = try await head(of: id, connection) else { return .notFound }
+                guard CatalogueRules.revises(found.state, node: found.node, asker: heldBy) else { return .refused(found.state, holder: found.node) }
                 try await connection.query(
                     """
                     UPDATE swoop_downloads SET urls = coalesce(\(urls), urls), host = coalesce(\(host), host),
@@ -156,5 +139,18 @@ extension PostgresCatalogue {
                 return .done
             }
         }
+    }
+
+    /// A download's (not a part's) state, holder and place in the queue, its row locked for the
+    /// transaction, or `nil` for none.
+    func head(of id: Download.ID, _ connection: PostgresConnection) async throws -> (state: Download.State, node: String?, slot: QueueSlot)? {
+        let rows = try await connection.query(
+            "SELECT state, node, priority, position FROM swoop_downloads WHERE id = \(id.rawValue) AND parent IS NULL FOR UPDATE", logger: logger
+        )
+        var found: (state: Download.State, node: String?, slot: QueueSlot)?
+        for try await (state, node, priority, position) in rows.decode((String, String?, Int, Int).self) {
+            found = (Download.State(rawValue: state) ?? .failed, node, QueueSlot(priority: priority, position: position))
+        }
+        return found
     }
 }

@@ -11,8 +11,12 @@ extension Aria2RPC {
     func performInFleet(_ method: String, _ p: Parameters, _ catalogue: any DownloadCatalogue) async throws -> JSONValue? {
         switch method {
         case "aria2.tellActive": return try await fleetActive(p, catalogue)
-        case "aria2.tellWaiting": return try await fleetPage(p, catalogue, states: Self.waitingStates)
-        case "aria2.tellStopped": return try await fleetPage(p, catalogue, states: Self.stoppedStates)
+        case "aria2.tellWaiting":
+            return try await fleetPage(p, catalogue, states: CatalogueRules.waitingList) {
+                try await catalogue.entries(in: CatalogueRules.waitingList, offset: $0, limit: $1)
+            }
+        case "aria2.tellStopped":
+            return try await fleetPage(p, catalogue, states: CatalogueRules.stoppedList) { try await catalogue.stopped(offset: $0, limit: $1) }
         case "aria2.pause", "aria2.forcePause": return try await fleetControl(.pause, p, catalogue)
         case "aria2.unpause": return try await fleetControl(.resume, p, catalogue)
         case "aria2.remove", "aria2.forceRemove": return try await fleetControl(.remove, p, catalogue)
@@ -24,10 +28,6 @@ extension Aria2RPC {
         }
     }
 
-    /// aria2's waiting list: not started yet, paused ones in their places.
-    static let waitingStates: Set<Download.State> = [.waiting, .paused, .interrupted]
-    /// aria2's stopped list, the first to stop first.
-    static let stoppedStates: Set<Download.State> = [.completed, .failed, .removed]
     /// The page size a whole list is read in.
     static let fleetPageSize = 1000
 
@@ -73,14 +73,16 @@ extension Aria2RPC {
         return Aria2Status.list(statuses, count: statuses.count, keys: keys)
     }
 
-    /// `tellWaiting` and `tellStopped`: only the page asked for is read from the catalogue.
-    func fleetPage(_ p: Parameters, _ catalogue: any DownloadCatalogue, states: Set<Download.State>) async throws -> JSONValue {
+    /// `tellWaiting` and `tellStopped`: the list of the downloads in `states`, in `read`'s order
+    /// (an offset and a limit); only the page asked for is read from the catalogue.
+    func fleetPage(
+        _ p: Parameters, _ catalogue: any DownloadCatalogue, states: Set<Download.State>,
+        read: (_ offset: Int, _ limit: Int) async throws -> [CatalogueEntry]
+    ) async throws -> JSONValue {
         let counts = try await catalogue.counts()
         let page = try Self.page(count: states.reduce(0) { $0 + counts[$1, default: 0] }, p)
         guard let low = page.indices.min(), let high = page.indices.max() else { return .array([]) }
-        let entries = states == Self.stoppedStates
-            ? try await catalogue.stopped(offset: low, limit: high - low + 1)
-            : try await catalogue.entries(in: states, offset: low, limit: high - low + 1)
+        let entries = try await read(low, high - low + 1)
         let statuses = await fleetStatuses(page.indices.filter { $0 - low < entries.count }.map { entries[$0 - low] })
         return Aria2Status.list(statuses, count: statuses.count, keys: page.keys)
     }
@@ -127,7 +129,7 @@ extension Aria2RPC {
         let speed = try await catalogue.nodes().filter { $0.silentFor < silence }.reduce(0) { $0 + $1.bytesPerSecond }
         let count = { (states: Set<Download.State>) in states.reduce(0) { $0 + counts[$1, default: 0] } }
         return Self.globalStat(
-            bytesPerSecond: speed, active: counts[.active, default: 0], waiting: count(Self.waitingStates), stopped: count(Self.stoppedStates)
+            bytesPerSecond: speed, active: counts[.active, default: 0], waiting: count(CatalogueRules.waitingList), stopped: count(CatalogueRules.stoppedList)
         )
     }
 

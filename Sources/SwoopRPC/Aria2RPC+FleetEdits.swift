@@ -106,7 +106,7 @@ extension Aria2RPC {
     }
 
     func fleetPurge(_ catalogue: any DownloadCatalogue) async throws -> JSONValue {
-        _ = try await catalogue.forget(in: Self.stoppedStates)
+        _ = try await catalogue.forget(in: CatalogueRules.stoppedList)
         _ = try await purge()
         return .string("OK")
     }

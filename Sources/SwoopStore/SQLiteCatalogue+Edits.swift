@@ -17,7 +17,7 @@ extension SQLiteCatalogue {
                 for row in rows {
                     let (id, state) = (Download.ID(row[0]), Download.State(rawValue: row[1]) ?? .failed)
                     guard CatalogueRules.forgets(state) else {
-                        effects[id] = .refused(state, node: state == .active ? row[2] : nil)
+                        effects[id] = .refused(state, holder: row[2])
                         continue
                     }
                     try db.execute(sql: "DELETE FROM catalogue_downloads WHERE id = ? OR parent = ?", arguments: [id.rawValue, id.rawValue])
@@ -48,12 +48,9 @@ extension SQLiteCatalogue {
         let now = self.now
         return try await withErrors("moving a download in") {
             try await database.write { db in
-                guard let row = try GRDB.Row.fetchOne(
-                    db, sql: "SELECT state, node, priority, position FROM catalogue_downloads WHERE id = ? AND parent IS NULL", arguments: [id.rawValue]
-                ) else { return .notFound }
-                let state = Download.State(rawValue: row[0]) ?? .failed
-                guard CatalogueRules.waitingList.contains(state) else { return .refused(state, node: state == .active ? row[1] : nil) }
-                let (priority, position): (Int, Int) = (row[2], row[3])
+                guard let (state, node, slot) = try Self.head(of: id, db) else { return .notFound }
+                guard CatalogueRules.waitingList.contains(state) else { return .refused(state, holder: node) }
+                let (priority, position) = (slot.priority, slot.position)
                 let names = CatalogueRules.waitingList.map(\.rawValue).sorted()
                 let list = "state IN (\(Self.placeholders(names.count))) AND parent IS NULL AND id <> ?"
                 let arguments = StatementArguments(names) + [id.rawValue]
@@ -94,12 +91,8 @@ extension SQLiteCatalogue {
         let host = urls?.first.map(CatalogueItem.host(of:))
         return try await withErrors("changing a download in") {
             try await database.write { db in
-                guard let row = try GRDB.Row.fetchOne(
-                    db, sql: "SELECT state, node FROM catalogue_downloads WHERE id = ? AND parent IS NULL", arguments: [id.rawValue]
-                ) else { return .notFound }
-                let state = Download.State(rawValue: row[0]) ?? .failed
-                let node: String? = row[1]
-                guard CatalogueRules.revises(state, node: node, asker: heldBy) else { return .refused(state, node: state == .active ? node : nil) }
+                guard let (state, node, _) = try Self.head(of: id, db) else { return .notFound }
+                guard CatalogueRules.revises(state, node: node, asker: heldBy) else { return .refused(state, holder: node) }
                 try db.execute(
                     sql: """
                         UPDATE catalogue_downloads SET urls = coalesce(?, urls), host = coalesce(?, host), options = coalesce(?, options),
@@ -110,5 +103,13 @@ extension SQLiteCatalogue {
                 return .done
             }
         }
+    }
+
+    /// A download's (not a part's) state, holder and place in the queue, or `nil` for none.
+    static func head(of id: Download.ID, _ db: Database) throws -> (state: Download.State, node: String?, slot: QueueSlot)? {
+        guard let row = try GRDB.Row.fetchOne(
+            db, sql: "SELECT state, node, priority, position FROM catalogue_downloads WHERE id = ? AND parent IS NULL", arguments: [id.rawValue]
+        ) else { return nil }
+        return (Download.State(rawValue: row[0]) ?? .failed, row[1], QueueSlot(priority: row[2], position: row[3]))
     }
 }

@@ -10,6 +10,11 @@ public enum EditEffect: Sendable, Hashable {
     case refused(Download.State, node: String?)
     /// No such download.
     case notFound
+
+    /// A refusal for a download in `state`, naming `node` only when it runs there.
+    public static func refused(_ state: Download.State, holder node: String?) -> EditEffect {
+        .refused(state, node: state == .active ? node : nil)
+    }
 }
 
 /// Where a move counts from: the list's first place, the download's own, or the last place.
@@ -72,10 +77,13 @@ extension CatalogueRules {
         return max(0, min(count - 1, base + offset))
     }
 
+    /// The states of aria2's stopped list: stopped for good.
+    public static let stoppedList: Set<Download.State> = [.completed, .failed, .removed]
+
     /// Whether a download in `state` may be forgotten: only one that stopped for good (aria2's
     /// removeDownloadResult). An active one is removed first.
     public static func forgets(_ state: Download.State) -> Bool {
-        state == .completed || state == .failed || state == .removed
+        stoppedList.contains(state)
     }
 
     /// Whether a download in `state`, held by `node` when active, may have its sources or options
