@@ -58,6 +58,50 @@ struct ClaimDurabilityTests {
         #expect(log.withLockedValue { $0 }.last?.state == .completed)
     }
 
+    @Test func aSplitDownloadAsksForItsSegmentsWhileItsValidatorsAreSavedAndWritesOnlyAfter() async throws {
+        let f = try await SegmentedDownloadTests.fixture(connections: 4, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = f.serve("/split.bin", size: 2 << 20)
+        let partPath = f.path("split.bin.swoop")
+        // Holds the durable save of the validators (on its disk thread) until the segments' requests
+        // have come, at most 10 s, and notes what the part file held by then.
+        let seen = NIOLockedValueBox<(requests: Int, partBytes: Int)?>(nil)
+        let store = ObservedStore { record, durable in
+            guard durable, record.state == .active, record.etag != nil, seen.withLockedValue({ $0 == nil }) else { return }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while f.server.requests(to: "/split.bin").count < 4, ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+            let size = (try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? -1
+            seen.withLockedValue { $0 = (f.server.requests(to: "/split.bin").count, size) }
+        }
+        _ = try await f.download(try f.request("/split.bin"), store: store).result.get()
+        #expect(sha256(file: f.path("split.bin")) == sha256(body))
+        let held = try #require(seen.withLockedValue { $0 })
+        // The probe and the three other segments were asked while the save was under way...
+        #expect(held.requests >= 4)
+        // ...and not one byte reached the file before the save was done.
+        #expect(held.partBytes == 0)
+    }
+
+    @Test func aSplitDownloadWhoseValidatorsCannotBeSavedFailsWithThatErrorHavingWrittenNothing() async throws {
+        let f = try await SegmentedDownloadTests.fixture(connections: 4, minSplit: 256 << 10)
+        defer { f.stop() }
+        _ = f.serve("/split.bin", size: 2 << 20)
+        let store = ObservedStore(failing: { record, durable in
+            durable && record.state == .active && record.etag != nil ? SwoopError(.store, "the disk of the state database is full") : nil
+        })
+        let outcome = await f.download(try f.request("/split.bin"), store: store).result
+        guard case .failure(let error) = outcome else {
+            Issue.record("the download finished without its validators saved")
+            return
+        }
+        #expect(error.message.contains("the disk of the state database is full"), "\(error.message)")
+        #expect(!FileManager.default.fileExists(atPath: f.path("split.bin")))
+        let size = (try? FileManager.default.attributesOfItem(atPath: f.path("split.bin.swoop"))[.size] as? Int) ?? 0
+        #expect(size == 0)
+    }
+
     struct Update: Sendable {
         var state: Download.State
         var fileName: String?

@@ -4,27 +4,32 @@ import NIOConcurrencyHelpers
 @testable import SwoopKit
 
 /// An in-memory store that tells a test about every `update` (with its durability), every group
-/// of updates (before its records' own `update`s) and every `markActive`, before carrying them out.
+/// of updates (before its records' own `update`s) and every `markActive`, before carrying them out;
+/// an `update` that `failing` names an error for throws it instead.
 final class ObservedStore: DownloadStore {
     private let inner: InMemoryDownloadStore
     private let onUpdate: @Sendable (DownloadRecord, _ durable: Bool) -> Void
     private let onGroup: @Sendable ([DownloadRecord]) -> Void
     private let onMarkActive: @Sendable (Download.ID) -> Void
+    private let failing: @Sendable (DownloadRecord, _ durable: Bool) -> SwoopError?
 
     init(
         inner: InMemoryDownloadStore = InMemoryDownloadStore(),
         onUpdate: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> Void = { _, _ in },
         onGroup: @escaping @Sendable ([DownloadRecord]) -> Void = { _ in },
-        onMarkActive: @escaping @Sendable (Download.ID) -> Void = { _ in }
+        onMarkActive: @escaping @Sendable (Download.ID) -> Void = { _ in },
+        failing: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> SwoopError? = { _, _ in nil }
     ) {
         self.inner = inner
         self.onUpdate = onUpdate
         self.onGroup = onGroup
         self.onMarkActive = onMarkActive
+        self.failing = failing
     }
 
     func update(_ record: DownloadRecord, durable: Bool) throws {
         onUpdate(record, durable)
+        if let error = failing(record, durable) { throw error }
         try inner.update(record, durable: durable)
     }
 

@@ -209,9 +209,13 @@ public actor DownloadManager {
         phase = .stopped
         wakeIdleWaiters(force: true)
         hub.finish()
+        // The store closes (a checkpoint of its log into the database: disk work) while the
+        // connections close.
+        let store = self.store
+        async let closed: Void = DiskWork.run { try store.close() }
         var failure: (any Error)?
-        do { try store.close() } catch { failure = error }
-        do { try await client.shutdown() } catch { failure = failure ?? error }
+        do { try await client.shutdown() } catch { failure = error }
+        do { try await closed } catch { failure = error }
         for waiter in shutdownWaiters ?? [] { waiter.resume() }
         shutdownWaiters = []
         if let failure { throw failure }

@@ -54,6 +54,10 @@ final class SegmentedTransfer: Sendable {
         var throttle: Throttle = .none
         /// Reports progress: (bytes done, speed, live connections).
         var progress: @Sendable (Int, Double, Int) -> Void
+        /// The durable save of the record these bytes are written under (its validators and
+        /// segments), when it is still under way: the connections send their requests meanwhile, and
+        /// no byte is written before it is done.
+        var recorded: Task<Void, any Error>? = nil
     }
 
     private struct State {
@@ -144,7 +148,9 @@ final class SegmentedTransfer: Sendable {
                 throw error
             }
         }
-        try checkpoint(force: true)
+        // Every segment written: the finish that follows flushes the file and records it completed
+        // (a checkpoint here would only start a flush that the finish's own flush waits behind).
+        if !plan.isComplete { try checkpoint(force: true) }
     }
 
     // MARK: - One connection
@@ -322,7 +328,12 @@ final class SegmentedTransfer: Sendable {
     /// moved closer meanwhile (then the rest of this body is dropped with its connection).
     /// - Returns: Whether the segment is finished (else the body ended first).
     private func stream(_ body: HTTPClientResponse.Body, segmentAt start: Int) async throws -> Bool {
+        var unrecorded = context.recorded
         for try await buffer in body {
+            if let save = unrecorded {
+                try await save.value
+                unrecorded = nil
+            }
             var chunk = buffer
             // Reserve before writing: a connection stealing this segment's tail splits after it.
             let position = state.withLockedValue { state -> (at: Int, count: Int)? in

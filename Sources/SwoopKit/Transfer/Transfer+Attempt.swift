@@ -218,6 +218,12 @@ extension Transfer {
                 }
             }
             // The validators reach the store before the first byte of this representation reaches the file.
+            if let plan, start == 0 {
+                // The segments' requests go out while they are saved: no byte is written before.
+                let recorded = saveInBackground()
+                emit(.started(snapshot()))
+                return try await runSegments(plan, first: response.body, at: start, recorded: recorded)
+            }
             if let plan {
                 try await onDisk { try $0.saveProgress(error: nil) }
                 emit(.started(snapshot()))

@@ -27,7 +27,11 @@ extension Transfer {
     ///
     /// - Parameters:
     ///   - first: An open body for the segment at `firstAt`.
-    func runSegments(_ plan: SegmentPlan, first: HTTPClientResponse.Body?, at firstAt: Int = 0) async throws -> Bool {
+    ///   - recorded: The record's durable save, when it is still under way (``saveInBackground()``):
+    ///     nothing is written before it is done, and this returns or throws only after it.
+    func runSegments(
+        _ plan: SegmentPlan, first: HTTPClientResponse.Body?, at firstAt: Int = 0, recorded: Task<Void, any Error>? = nil
+    ) async throws -> Bool {
         guard let part else { throw SwoopError(.fileSystem, "no part file open for \(record.url)") }
         let emit = self.emit
         let base = snapshot()
@@ -47,12 +51,21 @@ extension Transfer {
                     download.bytesPerSecond = speed
                     download.connections = connections
                     emit(.progress(download))
-                }
+                },
+                recorded: recorded
             )
         )
         segmented = engine
         do {
-            try await engine.run(connections: configuration.segments.maxConnections, first: first, firstAt: firstAt)
+            do {
+                try await engine.run(connections: configuration.segments.maxConnections, first: first, firstAt: firstAt)
+            } catch {
+                // No save of this transfer's may overtake the one under way; a failed one, which
+                // kept every byte out of the file, is the error.
+                try await recorded?.value
+                throw error
+            }
+            try await recorded?.value
         } catch let change as SegmentRestart {
             try await onDisk { try $0.restart(because: change.reason) }
             return false

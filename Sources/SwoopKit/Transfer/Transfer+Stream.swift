@@ -107,6 +107,18 @@ extension Transfer {
         checkpointedBytes = offset
     }
 
+    /// ``saveProgress(error:durable:)`` of a download about to write from zero (its part file holds
+    /// nothing to flush), on a disk thread while the caller goes on: the record is taken as it is
+    /// now. The caller awaits the task before it writes a byte and before any other save.
+    func saveInBackground() -> Task<Void, any Error> {
+        context.activeMarks.remove(record.id)
+        stampProgress(error: nil)
+        lastCheckpoint = .now
+        checkpointedBytes = offset
+        let (store, record) = (self.store, self.record)
+        return Task { try await DiskWork.run { try withStoreErrors { try store.update(record, durable: true) } } }
+    }
+
     /// Sets the record's progress as a save records it: what is written and flushed, the boot, the
     /// speed and the error.
     func stampProgress(error: SwoopError?) {
