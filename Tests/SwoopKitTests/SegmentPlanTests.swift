@@ -24,6 +24,21 @@ struct SegmentPlanTests {
         #expect(plan.isConsistent)
     }
 
+    @Test(arguments: [
+        // total, pieces of 10 asked before the length was known → segment boundaries (4 connections, min split 10)
+        (100, 4, [[0, 10, 0], [10, 20, 0], [20, 30, 0], [30, 40, 0], [40, 55, 0], [55, 70, 0], [70, 85, 0], [85, 100, 0]]),
+        (100, 1, [[0, 10, 0], [10, 32, 0], [32, 54, 0], [54, 76, 0], [76, 100, 0]]),
+        (40, 4, [[0, 10, 0], [10, 20, 0], [20, 30, 0], [30, 40, 0]]),
+        // The last piece ends with the file; pieces past it are none of the plan's.
+        (25, 4, [[0, 10, 0], [10, 20, 0], [20, 25, 0]]),
+        (45, 4, [[0, 10, 0], [10, 20, 0], [20, 30, 0], [30, 40, 0], [40, 45, 0]]),
+    ])
+    func initialSplitAfterPiecesAskedEarly(total: Int, pieces: Int, expected: [[Int]]) {
+        let plan = SegmentPlan.initial(total: total, pieces: pieces, pieceSize: 10, connections: 4, minSplitSize: 10)
+        #expect(Self.ranges(plan) == expected)
+        #expect(plan.isConsistent)
+    }
+
     @Test func claimingGivesFreeSegmentsInOrder() {
         var plan = SegmentPlan.initial(total: 100, connections: 4, minSplitSize: 10)
         #expect(plan.unclaimed(busy: [])?.start == 0)

@@ -231,10 +231,60 @@ struct SegmentedDownloadTests {
         // The reason without the URL the line already names.
         #expect(notices.contains("dropping mirror \(f.server.url("/fail/s.bin")): HTTP 404 Not Found; its segments go to the other sources"), "\(notices)")
         #expect(notices.contains("dropping mirror \(f.server.url("/other/s.bin")): it serves another file (ETag \"v1\" → \"v2\"); its segments go to the other sources"), "\(notices)")
-        #expect(f.server.requests(to: "/slow/s.bin").allSatisfy { $0.header("If-Range") == "\"v1\"" })
+        // Its first piece was asked with the probe, before a validator was known (its answer's ETag
+        // is checked instead); every later range names the download's.
+        let slow = f.server.requests(to: "/slow/s.bin")
+        #expect(slow.first?.header("Range") == "bytes=262144-524287" && slow.first?.header("If-Range") == nil)
+        #expect(slow.dropFirst().allSatisfy { $0.header("If-Range") == "\"v1\"" })
         #expect(!f.server.requests(to: "/slow/s.bin").isEmpty)
         #expect(!f.server.requests(to: "/other/s.bin").isEmpty)
         #expect(f.server.requests(to: "/p/s.bin").count >= 2)
+    }
+
+    /// Each mirror is asked for its piece of the file with the probe, not a round trip and a save
+    /// after it: its link starts with the URL's.
+    @Test func theMirrorsAreAskedForTheirFirstPiecesWithTheProbe() async throws {
+        let f = try await Self.fixture(connections: 4, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = f.serve("/p/s.bin", size: 4 << 20)
+        let mirrors = ["/m1/s.bin", "/m2/s.bin", "/m3/s.bin"]
+        for mirror in mirrors { f.server.serve(mirror, Resource(body: body, etag: "\"v1\"")) }
+        var request = try f.request("/p/s.bin")
+        request.mirrors = mirrors.compactMap { URL(string: f.server.url($0)) }
+        _ = try await f.download(request).result.get()
+        #expect(sha256(file: f.path("s.bin")) == sha256(body))
+        #expect(f.files() == ["s.bin"])
+        let all = f.server.requests
+        #expect(f.server.requests(to: "/p/s.bin").first?.header("Range") == "bytes=0-262143")
+        // The URL's second request follows its probe's answer; each mirror's first came before it.
+        let urlSecond = try #require(all.indices.filter { all[$0].path == "/p/s.bin" }.dropFirst().first)
+        for (k, mirror) in mirrors.enumerated() {
+            let first = try #require(all.firstIndex { $0.path == mirror })
+            let start = (k + 1) * (256 << 10)
+            #expect(all[first].header("Range") == "bytes=\(start)-\(start + (256 << 10) - 1)" && all[first].header("If-Range") == nil)
+            #expect(first < urlSecond, "\(all.map { "\($0.path) \($0.header("Range") ?? "")" })")
+        }
+    }
+
+    /// Pieces asked early that the answer leaves no place for are dropped: a file shorter than them,
+    /// or a URL that does not split.
+    @Test(arguments: [(size: 600_000, ignoresRanges: false), (size: 4 << 20, ignoresRanges: true)])
+    func piecesAskedEarlyThatDoNotFitAreDropped(file: (size: Int, ignoresRanges: Bool)) async throws {
+        let f = try await Self.fixture(connections: 4, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = f.serve("/p/s.bin", size: file.size)
+        if file.ignoresRanges { f.server.setDefault("/p/s.bin", .ignoreRange) }
+        let mirrors = ["/m1/s.bin", "/m2/s.bin", "/m3/s.bin"]
+        for mirror in mirrors { f.server.serve(mirror, Resource(body: body, etag: "\"v1\"")) }
+        var request = try f.request("/p/s.bin")
+        request.mirrors = mirrors.compactMap { URL(string: f.server.url($0)) }
+        let (result, events) = await f.download(request)
+        _ = try result.get()
+        #expect(sha256(file: f.path("s.bin")) == sha256(body))
+        #expect(f.files() == ["s.bin"])
+        // Nothing dropped for it: a piece past the end (416) or an unsplit download is no mirror's fault.
+        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        #expect(!notices.contains { $0.contains("dropping") }, "\(notices)")
     }
 
     /// With a checksum, a mirror's ETag is not compared (real mirrors rarely share one): a matching

@@ -26,6 +26,21 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
         return SegmentPlan(total: total, segments: segments)
     }
 
+    /// A plan that begins with `pieces` segments of `pieceSize` bytes each (the last one cut at
+    /// `total`), already asked for before the length was known (the probe's and the mirrors' first
+    /// ranges), then the rest split as ``initial(total:connections:minSplitSize:)`` splits it.
+    public static func initial(total: Int, pieces: Int, pieceSize: Int, connections: Int, minSplitSize: Int) -> SegmentPlan {
+        let size = max(1, pieceSize)
+        let count = min(max(0, pieces), (total + size - 1) / size)
+        var segments = (0..<count).map { Segment(start: $0 * size, end: min(($0 + 1) * size, total)) }
+        let restStart = segments.last?.end ?? 0
+        if restStart < total {
+            let rest = initial(total: total - restStart, connections: connections, minSplitSize: minSplitSize)
+            segments += rest.segments.map { Segment(start: $0.start + restStart, end: $0.end + restStart) }
+        }
+        return SegmentPlan(total: total, segments: segments)
+    }
+
     /// Whether the saved segments describe `total` bytes exactly (no gap, no overlap): a plan that
     /// does not is not trusted.
     public var isConsistent: Bool {

@@ -79,7 +79,7 @@ final class SegmentedTransfer: Sendable {
         var dropped: Set<Int> = []
     }
 
-    private let context: Context
+    let context: Context
     private let state: NIOLockedValueBox<State>
 
     init(plan: SegmentPlan, context: Context) {
@@ -95,7 +95,7 @@ final class SegmentedTransfer: Sendable {
     }
 
     /// The URL of each source: 0 is the download's, then the mirrors.
-    private func source(_ index: Int) -> URL { index == 0 ? context.url : context.mirrors[index - 1] }
+    func source(_ index: Int) -> URL { index == 0 ? context.url : context.mirrors[index - 1] }
 
     /// The source a connection uses: `preferred` while it is live, else the next live one.
     private func liveSource(preferring preferred: Int) -> Int? {
@@ -131,15 +131,32 @@ final class SegmentedTransfer: Sendable {
     ///   - firstAt: Where `first` starts.
     /// - Throws: ``SegmentRestart`` when a response shows another representation; a non-retryable
     ///   ``SwoopError`` when a connection exhausted its retries; `CancellationError`.
-    func run(connections: Int, first: HTTPClientResponse.Body?, firstAt: Int = 0) async throws {
+    ///   - early: Pieces asked of the mirrors with the probe: each is the first segment of the
+    ///     connection that uses its mirror (see ``EarlyRanges``).
+    func run(connections: Int, first: HTTPClientResponse.Body?, firstAt: Int = 0, early: EarlyRanges? = nil) async throws {
         // The first body belongs to the segment at its start: claim it for the first connection
-        // before any other connection can.
+        // before any other connection can; so does each early piece for its mirror's connection.
         let preclaimed = first == nil ? nil : claim(preferring: firstAt)
+        var pieces: [Int: (segment: Segment, response: Task<HTTPClientResponse, any Error>)] = [:]
+        if let early {
+            for index in 1..<max(1, connections) where index <= context.mirrors.count {
+                guard let piece = early.take(source: index) else { continue }
+                if !state.withLockedValue({ $0.dropped.contains(index) }), let segment = claim(exactly: piece.start) {
+                    pieces[index] = (segment, piece.response)
+                } else {
+                    piece.drop()
+                }
+            }
+            early.discard()
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<max(1, connections) {
                 let body = index == 0 ? first : nil
-                let segment = index == 0 ? preclaimed : nil
-                group.addTask { try await self.connection(index: index, first: body, at: firstAt, preclaimed: segment) }
+                let segment = index == 0 ? preclaimed : pieces[index]?.segment
+                let response = pieces[index]?.response
+                group.addTask {
+                    try await self.connection(index: index, first: body, at: firstAt, preclaimed: segment, asked: response)
+                }
             }
             do {
                 try await group.waitForAll()
@@ -155,10 +172,15 @@ final class SegmentedTransfer: Sendable {
 
     // MARK: - One connection
 
-    private func connection(index: Int, first: HTTPClientResponse.Body?, at firstAt: Int, preclaimed: Segment?) async throws {
+    /// - Parameter asked: The answer to the request for `preclaimed` sent early (an ``EarlyRanges`` piece).
+    private func connection(
+        index: Int, first: HTTPClientResponse.Body?, at firstAt: Int, preclaimed: Segment?,
+        asked: Task<HTTPClientResponse, any Error>? = nil
+    ) async throws {
         // Connections are spread over the sources; the first one's body (the probe's) is the URL's.
         var sourceIndex = index % (context.mirrors.count + 1)
         var pending = first
+        var early = asked
         var claimed = preclaimed
         var retries = Retries(policy: context.configuration.retry)
         state.withLockedValue { $0.connections += 1 }
@@ -172,6 +194,15 @@ final class SegmentedTransfer: Sendable {
                 let isFirst = pending != nil && segment.start == firstAt && segment.next == firstAt
                 if let open = pending, isFirst {
                     body = open
+                } else if let response = early {
+                    // The piece asked with the probe: its answer is checked as a segment's.
+                    early = nil
+                    let answer = try await withTaskCancellationHandler {
+                        try await response.value
+                    } onCancel: {
+                        response.cancel()
+                    }
+                    body = try await accept(answer, for: segment, from: sourceIndex)
                 } else {
                     if let open = pending { await open.drain() }
                     sourceIndex = liveSource(preferring: sourceIndex) ?? 0
@@ -253,74 +284,20 @@ final class SegmentedTransfer: Sendable {
         }
     }
 
+    /// The unfinished segment starting at `start`, when nobody works on it.
+    private func claim(exactly start: Int) -> Segment? {
+        state.withLockedValue { state in
+            guard let segment = state.plan.segment(at: start), !segment.isFinished, !state.busy.contains(start) else { return nil }
+            state.busy.insert(start)
+            state.reservedUpTo[start] = segment.next
+            return segment
+        }
+    }
+
     private func release(_ start: Int) {
         state.withLockedValue { state in
             state.busy.remove(start)
             state.reservedUpTo[start] = nil
-        }
-    }
-
-    /// Asks a source for the rest of a segment and checks that the answer continues the same
-    /// representation: by the download's validators, and from a source that did not write the saved
-    /// bytes by its ``SourceProof`` too. A mirror's mismatch is `MirrorRefused`.
-    private func request(_ segment: Segment, from index: Int) async throws -> HTTPClientResponse.Body {
-        let proof = index > 0 ? context.mirrorProof : context.urlProof
-        var saved = proof?.asked(context.saved) ?? context.saved
-        saved.offset = segment.next
-        var headers = context.headers
-        headers.append(("Range", "bytes=\(segment.next)-\(segment.end - 1)"))
-        if let validator = saved.strongETag ?? saved.lastModified { headers.append(("If-Range", validator)) }
-        let url = source(index)
-        let response = try await context.client.swoopGet(
-            url, headers: headers, configuration: context.configuration, logger: context.logger,
-            slow: context.throttle.isSlow
-        )
-        let head = ResponseHead(response)
-        if head.status == 206, let proof, let refusal = proof.refusal(of: head, saved: context.saved) {
-            await response.body.drain()
-            if index > 0 { throw MirrorRefused(reason: refusal) }
-            throw SegmentRestart(reason: "\(url.absoluteString) is not the file the saved bytes are from: \(refusal)")
-        }
-        do {
-            return try await check(response, head: head, segment: segment, saved: saved, url: url, changed: index > 0 ? "it serves another file" : "the file changed on the server")
-        } catch let restart as SegmentRestart where index > 0 {
-            throw MirrorRefused(reason: restart.reason)
-        }
-    }
-
-    /// The body of an answer that continues the segment, or the restart (or status error) it means.
-    /// A segment is always asked as a range: a 2xx other than 206 is a server that ignores ranges
-    /// or, under If-Range, another file (`changed` says which way round: the file changed, or a
-    /// mirror serves another).
-    private func check(
-        _ response: HTTPClientResponse, head: ResponseHead, segment: Segment, saved: SavedRepresentation, url: URL, changed: String
-    ) async throws -> HTTPClientResponse.Body {
-        if head.status != 206, (200..<300).contains(head.status) {
-            await response.body.drain()
-            if let etag = saved.strongETag, let other = head.etag, other != etag {
-                throw SegmentRestart(reason: "\(changed) (ETag \(etag) → \(other))")
-            }
-            throw SegmentRestart(reason: "the server sent the whole file (\(head.status)) instead of the range")
-        }
-        switch ResumeDecision.decide(head, saved: saved) {
-        case .write(let offset, let total, let restartReason) where offset == segment.next && restartReason == nil:
-            guard total == context.saved.totalBytes else {
-                await response.body.drain()
-                throw SegmentRestart(reason: "the file changed on the server (length \(context.saved.totalBytes ?? -1) → \(total ?? -1) bytes)")
-            }
-            return response.body
-        case .write(_, _, let reason):
-            await response.body.drain()
-            throw SegmentRestart(reason: reason ?? "the server answered another range than asked")
-        case .restart(let reason):
-            await response.body.drain()
-            throw SegmentRestart(reason: reason)
-        case .complete:
-            await response.body.drain()
-            throw SegmentRestart(reason: "the server's length no longer matches the saved segments")
-        case .status(let status):
-            await response.body.drain()
-            throw SwoopError.httpStatus(status, url: url.absoluteString, retryAfter: response.headers.first(name: "Retry-After"))
         }
     }
 

@@ -131,10 +131,17 @@ extension Transfer {
         var asked = sourceProof?.asked(saved) ?? saved
         var rangeHeaders = ResumeDecision.rangeHeaders(for: asked)
         let probing = offset == 0 && rangeHeaders?.isEmpty == true && configuration.segments.maxConnections > 1 && !probeRefused
+        // The mirrors' first pieces, asked with the probe (never for a download whose URL must
+        // first prove its file); whatever the answer does not use is dropped.
+        var early: EarlyRanges?
+        defer { early?.discard() }
         if probing {
             // A bounded first range tells whether the server honours ranges (206) and the length,
             // without pulling more than one segment's worth down this connection.
             rangeHeaders = [("Range", "bytes=0-\(configuration.segments.minSplitSize - 1)")]
+            if sourceProof == nil, !spareSources.isEmpty {
+                early = askEarly()
+            }
         }
         if rangeHeaders == nil {
             emit(.notice(snapshot(), "cannot validate the saved bytes of \(record.url) (no ETag, Last-Modified or length); starting over"))
@@ -206,7 +213,18 @@ extension Transfer {
             }
             record.setLastError(nil)
             offset = start
-            let plan = splitPlan(start: start, total: total, status: head.status)
+            var plan = splitPlan(start: start, total: total, status: head.status)
+            if let asked = early {
+                if plan != nil, start == 0, let total {
+                    plan = SegmentPlan.initial(
+                        total: total, pieces: 1 + asked.asked, pieceSize: asked.pieceSize, connections: configuration.segments.maxConnections,
+                        minSplitSize: configuration.segments.minSplitSize
+                    )
+                } else {
+                    asked.discard()
+                    early = nil
+                }
+            }
             record.segments = plan?.segments ?? record.segments
             if claiming {
                 do {
@@ -222,7 +240,7 @@ extension Transfer {
                 // The segments' requests go out while they are saved: no byte is written before.
                 let recorded = saveInBackground()
                 emit(.started(snapshot()))
-                return try await runSegments(plan, first: response.body, at: start, recorded: recorded)
+                return try await runSegments(plan, first: response.body, at: start, recorded: recorded, early: early)
             }
             if let plan {
                 try await onDisk { try $0.saveProgress(error: nil) }
@@ -248,6 +266,17 @@ extension Transfer {
                 throw SwoopError(.network, "connection closed early: got \(offset) of \(total) bytes from \(url.absoluteString)", isRetryable: true)
             }
             return true
+        }
+    }
+
+    /// Asks each mirror a connection would use for its piece of the file (``EarlyRanges``), to go
+    /// with the probe's first piece.
+    func askEarly() -> EarlyRanges {
+        let mirrors = Array(spareSources.prefix(max(0, configuration.segments.maxConnections - 1)))
+        let (client, configuration, logger, slow) = (context.client, configuration, context.logger, throttle.isSlow)
+        let headers = configuration.headers + options.headers
+        return EarlyRanges(mirrors: mirrors, pieceSize: configuration.segments.minSplitSize) { mirror, range in
+            try await client.swoopGet(mirror, headers: headers + [("Range", range)], configuration: configuration, logger: logger, slow: slow)
         }
     }
 

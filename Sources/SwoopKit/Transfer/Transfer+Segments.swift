@@ -29,8 +29,10 @@ extension Transfer {
     ///   - first: An open body for the segment at `firstAt`.
     ///   - recorded: The record's durable save, when it is still under way (``saveInBackground()``):
     ///     nothing is written before it is done, and this returns or throws only after it.
+    ///   - early: The mirrors' pieces asked with the probe, each its mirror's first segment.
     func runSegments(
-        _ plan: SegmentPlan, first: HTTPClientResponse.Body?, at firstAt: Int = 0, recorded: Task<Void, any Error>? = nil
+        _ plan: SegmentPlan, first: HTTPClientResponse.Body?, at firstAt: Int = 0, recorded: Task<Void, any Error>? = nil,
+        early: EarlyRanges? = nil
     ) async throws -> Bool {
         guard let part else { throw SwoopError(.fileSystem, "no part file open for \(record.url)") }
         let emit = self.emit
@@ -58,7 +60,7 @@ extension Transfer {
         segmented = engine
         do {
             do {
-                try await engine.run(connections: configuration.segments.maxConnections, first: first, firstAt: firstAt)
+                try await engine.run(connections: configuration.segments.maxConnections, first: first, firstAt: firstAt, early: early)
             } catch {
                 // No save of this transfer's may overtake the one under way; a failed one, which
                 // kept every byte out of the file, is the error.
