@@ -286,6 +286,49 @@ struct SegmentedDownloadTests {
         #expect(!notices.contains { $0.contains("dropping") }, "\(notices)")
     }
 
+    /// A URL that gives no strong ETag proves no mirror's bytes: the pieces asked early are dropped,
+    /// and the URL alone serves the file.
+    @Test func withoutAStrongETagThePiecesAskedEarlyAreDropped() async throws {
+        let f = try await Self.fixture(connections: 4, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = Resource.random(size: 2 << 20, seed: 5)
+        f.server.serve("/p/w.bin", Resource(body: body, etag: nil, lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"))
+        f.server.serve("/m/w.bin", Resource(body: body, etag: nil, lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"))
+        var request = try f.request("/p/w.bin")
+        request.mirrors = [try DownloadRequest.validate(f.server.url("/m/w.bin"))]
+        let (result, events) = await f.download(request)
+        _ = try result.get()
+        #expect(sha256(file: f.path("w.bin")) == sha256(body))
+        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        #expect(notices.contains { $0.hasPrefix("not using the mirrors of") }, "\(notices)")
+        // The mirror was asked once, with the probe, and never written from.
+        #expect(f.server.requests(to: "/m/w.bin").count == 1)
+    }
+
+    /// A flush that fails at the finish of a split file keeps of each segment only what was flushed
+    /// (the file's length tells nothing of a split file), and the next run ends byte-exact.
+    @Test func aFlushFailingAtTheFinishKeepsOnlyWhatWasFlushed() async throws {
+        let f = try await Self.fixture(connections: 4, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = f.serve("/flaky.bin", size: 2 << 20)
+        let part = f.path("flaky.bin.swoop")
+        FlushFaults.arm(part, from: .finish)
+        defer { FlushFaults.disarm(part) }
+        let store = InMemoryDownloadStore()
+        let first = await f.download(try f.request("/flaky.bin"), store: store).result
+        guard case .failure(let error) = first else {
+            Issue.record("the download finished though its file could not be flushed")
+            return
+        }
+        #expect(error.message == "cannot flush \(part): Input/output error", "\(error.message)")
+        #expect(!FileManager.default.fileExists(atPath: f.path("flaky.bin")))
+        let segments = try #require(try store.all().first?.segments)
+        #expect(segments.allSatisfy { $0.written <= $0.synced }, "\(segments)")
+        FlushFaults.disarm(part)
+        _ = try await f.download(try f.request("/flaky.bin"), store: store).result.get()
+        #expect(sha256(file: f.path("flaky.bin")) == sha256(body))
+    }
+
     /// With a checksum, a mirror's ETag is not compared (real mirrors rarely share one): a matching
     /// length is enough, and the checksum verifies the result.
     @Test func withAChecksumMirrorsNeedOnlyTheSameLength() async throws {

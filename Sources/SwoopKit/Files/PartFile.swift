@@ -102,7 +102,14 @@ final class PartFile: Sendable {
     func flush() throws {
         syncQueue.sync {}
         if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
-        guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+        if let failure = Self.flush(fd, path: path, metadata: false) { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
+    }
+
+    /// Flushes the file: its data (`fdatasync`), with `metadata` its modification time too
+    /// (`fsync`). Returns the `errno` of a failure (or one a test armed: ``FlushFaults``).
+    private static func flush(_ fd: Int32, path: String, metadata: Bool) -> Int32? {
+        if let injected = FlushFaults.failure(path: path, metadata: metadata) { return injected }
+        return (metadata ? fsync(fd) : fdatasync(fd)) == 0 ? nil : errno
     }
 
     /// Asks the kernel to start writing `length` bytes at `offset` to disk now, without waiting
@@ -129,13 +136,9 @@ final class PartFile: Sendable {
     func syncNow(upTo offset: Int, metadata: Bool = false) throws {
         syncQueue.sync {}
         if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
-        if metadata {
-            guard fsync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
-        } else {
-            // Nothing past the last flush (a part file just created, or saved again): no disk round trip.
-            if offset <= syncedBytes { return }
-            guard fdatasync(fd) == 0 else { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
-        }
+        // Nothing past the last flush (a part file just created, or saved again): no disk round trip.
+        if !metadata, offset <= syncedBytes { return }
+        if let failure = Self.flush(fd, path: path, metadata: metadata) { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
         sync.withLockedValue { $0.synced = max($0.synced, offset) }
     }
 
@@ -157,8 +160,8 @@ final class PartFile: Sendable {
             return true
         }
         guard start else { return false }
-        syncQueue.async { [fd, sync] in
-            let failed = fdatasync(fd) != 0 ? errno : nil
+        syncQueue.async { [fd, path, sync] in
+            let failed = Self.flush(fd, path: path, metadata: false)
             sync.withLockedValue { state in
                 state.inFlight = false
                 if let failed { state.error = failed }

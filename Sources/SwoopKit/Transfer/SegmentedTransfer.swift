@@ -129,10 +129,10 @@ final class SegmentedTransfer: Sendable {
     ///   - first: An open response body for the segment starting at `firstAt` (the probe request's,
     ///     at 0, or a resumed single connection's, where it had got to).
     ///   - firstAt: Where `first` starts.
-    /// - Throws: ``SegmentRestart`` when a response shows another representation; a non-retryable
-    ///   ``SwoopError`` when a connection exhausted its retries; `CancellationError`.
     ///   - early: Pieces asked of the mirrors with the probe: each is the first segment of the
     ///     connection that uses its mirror (see ``EarlyRanges``).
+    /// - Throws: ``SegmentRestart`` when a response shows another representation; a non-retryable
+    ///   ``SwoopError`` when a connection exhausted its retries; `CancellationError`.
     func run(connections: Int, first: HTTPClientResponse.Body?, firstAt: Int = 0, early: EarlyRanges? = nil) async throws {
         // The first body belongs to the segment at its start: claim it for the first connection
         // before any other connection can; so does each early piece for its mirror's connection.
@@ -167,7 +167,13 @@ final class SegmentedTransfer: Sendable {
         }
         // Every segment written: the finish that follows flushes the file and records it completed
         // (a checkpoint here would only start a flush that the finish's own flush waits behind).
-        if !plan.isComplete { try checkpoint(force: true) }
+        let plan = self.plan
+        guard plan.isComplete else {
+            throw SwoopError(
+                .network, "the connections to \(context.url.absoluteString) ended with \(plan.total - plan.completedBytes) bytes left",
+                isRetryable: true
+            )
+        }
     }
 
     // MARK: - One connection
@@ -181,6 +187,8 @@ final class SegmentedTransfer: Sendable {
         var sourceIndex = index % (context.mirrors.count + 1)
         var pending = first
         var early = asked
+        // A piece asked early whose answer this connection never came to read is not waited for.
+        defer { early?.cancel() }
         var claimed = preclaimed
         var retries = Retries(policy: context.configuration.retry)
         state.withLockedValue { $0.connections += 1 }
@@ -267,7 +275,7 @@ final class SegmentedTransfer: Sendable {
     private func claim(preferring start: Int?) -> Segment? {
         state.withLockedValue { state in
             let candidate: Segment?
-            if let start, let segment = state.plan.segment(at: start), !segment.isFinished, !state.busy.contains(start) {
+            if let start, let segment = Self.free(start, in: state) {
                 candidate = segment
             } else if let free = state.plan.unclaimed(busy: state.busy) {
                 candidate = free
@@ -287,11 +295,17 @@ final class SegmentedTransfer: Sendable {
     /// The unfinished segment starting at `start`, when nobody works on it.
     private func claim(exactly start: Int) -> Segment? {
         state.withLockedValue { state in
-            guard let segment = state.plan.segment(at: start), !segment.isFinished, !state.busy.contains(start) else { return nil }
+            guard let segment = Self.free(start, in: state) else { return nil }
             state.busy.insert(start)
             state.reservedUpTo[start] = segment.next
             return segment
         }
+    }
+
+    /// The segment at `start` when it is unfinished and nobody works on it.
+    private static func free(_ start: Int, in state: State) -> Segment? {
+        guard let segment = state.plan.segment(at: start), !segment.isFinished, !state.busy.contains(start) else { return nil }
+        return segment
     }
 
     private func release(_ start: Int) {

@@ -139,7 +139,9 @@ extension Transfer {
             // A bounded first range tells whether the server honours ranges (206) and the length,
             // without pulling more than one segment's worth down this connection.
             rangeHeaders = [("Range", "bytes=0-\(configuration.segments.minSplitSize - 1)")]
-            if sourceProof == nil, !spareSources.isEmpty {
+            if sourceProof == nil, !spareSources.isEmpty, !askedEarly {
+                // Once: a retried probe does not ask the mirrors again.
+                askedEarly = true
                 early = askEarly()
             }
         }
@@ -214,14 +216,14 @@ extension Transfer {
             record.setLastError(nil)
             offset = start
             var plan = splitPlan(start: start, total: total, status: head.status)
-            if let asked = early {
+            if let pieces = early {
                 if plan != nil, start == 0, let total {
                     plan = SegmentPlan.initial(
-                        total: total, pieces: 1 + asked.asked, pieceSize: asked.pieceSize, connections: configuration.segments.maxConnections,
+                        total: total, pieces: 1 + pieces.asked, pieceSize: pieces.pieceSize, connections: configuration.segments.maxConnections,
                         minSplitSize: configuration.segments.minSplitSize
                     )
                 } else {
-                    asked.discard()
+                    pieces.discard()
                     early = nil
                 }
             }
@@ -274,7 +276,7 @@ extension Transfer {
     func askEarly() -> EarlyRanges {
         let mirrors = Array(spareSources.prefix(max(0, configuration.segments.maxConnections - 1)))
         let (client, configuration, logger, slow) = (context.client, configuration, context.logger, throttle.isSlow)
-        let headers = configuration.headers + options.headers
+        let headers = requestHeaders
         return EarlyRanges(mirrors: mirrors, pieceSize: configuration.segments.minSplitSize) { mirror, range in
             try await client.swoopGet(mirror, headers: headers + [("Range", range)], configuration: configuration, logger: logger, slow: slow)
         }
@@ -316,7 +318,7 @@ extension Transfer {
     /// Sends a GET with the configured headers, the request's and `extraHeaders` (the range).
     func send(extraHeaders: [(name: String, value: String)]) async throws -> HTTPClientResponse {
         try await context.client.swoopGet(
-            url, headers: configuration.headers + options.headers + extraHeaders, configuration: configuration, logger: context.logger,
+            url, headers: requestHeaders + extraHeaders, configuration: configuration, logger: context.logger,
             slow: throttle.isSlow
         )
     }

@@ -50,6 +50,10 @@ extension Transfer {
         try part.syncNow(upTo: offset, metadata: true)
         // A rename keeps size and modification time: these are what the final file will show.
         let stat = try part.sizeAndModified()
+        if let total = record.totalBytes, stat.size != total {
+            // Never a file of another length under the final name, whatever the records say.
+            throw SwoopError(.fileSystem, "\(part.path) holds \(stat.size) bytes, not the \(total) of \(record.url)")
+        }
         try markCompleted(size: stat.size, modified: stat.modified)
     }
 

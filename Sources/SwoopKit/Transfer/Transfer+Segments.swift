@@ -34,7 +34,10 @@ extension Transfer {
         _ plan: SegmentPlan, first: HTTPClientResponse.Body?, at firstAt: Int = 0, recorded: Task<Void, any Error>? = nil,
         early: EarlyRanges? = nil
     ) async throws -> Bool {
-        guard let part else { throw SwoopError(.fileSystem, "no part file open for \(record.url)") }
+        guard let part else {
+            try await recorded?.value
+            throw SwoopError(.fileSystem, "no part file open for \(record.url)")
+        }
         let emit = self.emit
         let base = snapshot()
         let engine = SegmentedTransfer(
@@ -43,7 +46,7 @@ extension Transfer {
                 client: context.client, configuration: configuration, logger: context.logger, url: url, mirrors: spareSources,
                 mirrorProof: mirrorProof, urlProof: sourceProof,
                 notice: { message in emit(.notice(base, message)) },
-                headers: configuration.headers + options.headers, part: part, store: store, recordID: record.id,
+                headers: requestHeaders, part: part, store: store, recordID: record.id,
                 bootID: recordedBootID,
                 saved: SavedRepresentation(offset: 0, totalBytes: plan.total, etag: record.etag, lastModified: record.lastModified),
                 throttle: throttle,

@@ -140,8 +140,16 @@ extension Transfer {
 
     /// The disk refused a flush: pages past the last good flush may be lost. Cut the part file back
     /// to it, so that no later run (which trusts the file's length within a boot) takes them; if even
-    /// the cut fails, the records name no boot, so only flushed bytes are trusted.
+    /// the cut fails, the records name no boot, so only flushed bytes are trusted. A split file's
+    /// segments (after its connections ended) keep only what each had flushed: its length tells
+    /// nothing of them.
     func distrustUnflushed(_ part: PartFile) {
+        if let segments = record.segments, let total = record.totalBytes {
+            let plan = SegmentPlan(total: total, segments: segments).trusted(sameBoot: false)
+            record.segments = plan.segments
+            offset = plan.completedBytes
+            return
+        }
         offset = min(offset, part.syncedBytes)
         if (try? part.truncate(to: offset)) == nil { distrustFileLength = true }
     }

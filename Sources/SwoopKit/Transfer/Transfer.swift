@@ -93,6 +93,8 @@ final class Transfer {
     var segmented: SegmentedTransfer?
     /// The server refused the `bytes=0-` probe (an empty file answers 416): ask plainly.
     var probeRefused = false
+    /// The mirrors were asked for their first pieces with a probe (``EarlyRanges``): not again.
+    var askedEarly = false
     /// The record naming this download's part file and validators was saved without a flush (a
     /// fresh download): the first checkpoint flushes it (see `checkpoint`).
     var claimNotFlushed = false
@@ -118,6 +120,8 @@ final class Transfer {
     var store: any DownloadStore { context.store }
     var emit: @Sendable (DownloadEvent) -> Void { context.emit }
     var throttle: Throttle { context.throttle }
+    /// The headers of every request: the configured ones, then this download's.
+    var requestHeaders: [(name: String, value: String)] { configuration.headers + options.headers }
     /// The file name asked for (`-o`), if any.
     var requestedName: String? { record.requestedName.isEmpty ? nil : record.requestedName }
 
