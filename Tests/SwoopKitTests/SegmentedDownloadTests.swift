@@ -301,8 +301,9 @@ struct SegmentedDownloadTests {
         #expect(sha256(file: f.path("w.bin")) == sha256(body))
         let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
         #expect(notices.contains { $0.hasPrefix("not using the mirrors of") }, "\(notices)")
-        // The mirror was asked once, with the probe, and never written from.
-        #expect(f.server.requests(to: "/m/w.bin").count == 1)
+        // The mirror was asked at most once, with the probe (its piece cancelled as soon as the
+        // answer came, perhaps before the request left), and never again.
+        #expect(f.server.requests(to: "/m/w.bin").count <= 1)
     }
 
     /// A flush that fails at the finish of a split file keeps of each segment only what was flushed
