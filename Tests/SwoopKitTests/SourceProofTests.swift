@@ -17,7 +17,7 @@ struct SourceProofTests {
         let proof = SourceProof.strongETag
         #expect(proof.refusal(of: Self.head(etag: "\"e\""), saved: Self.saved) == nil)
         #expect(proof.refusal(of: Self.head(), saved: Self.saved) == "it shows no ETag (the saved bytes have \"e\")")
-        #expect(proof.refusal(of: Self.head(etag: "\"f\""), saved: Self.saved) == "it serves another file (ETag \"e\" → \"f\")")
+        #expect(proof.refusal(of: Self.head(etag: "\"f\""), saved: Self.saved) == "its ETag \"f\" is not the download's \"e\"")
         // A weak saved ETag proves nothing (RFC 9110 §13.1.5): no strong one to compare.
         var weak = Self.saved
         weak.etag = "W/\"e\""

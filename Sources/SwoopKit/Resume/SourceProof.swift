@@ -48,11 +48,11 @@ enum SourceProof: Sendable, Hashable, CaseIterable {
         case .strongETag:
             guard let etag = saved.strongETag else { return "the saved bytes have no strong ETag to check it against" }
             guard let shown = head.etag else { return "it shows no ETag (the saved bytes have \(etag))" }
-            return shown == etag ? nil : "it serves another file (ETag \(etag) → \(shown))"
+            return shown == etag ? nil : "its ETag \(shown) is not the download's \(etag)"
         case .lastModified:
             guard let date = saved.lastModified else { return "the saved bytes have no Last-Modified date to check it against" }
             guard let shown = head.lastModified else { return "it shows no Last-Modified date (the saved bytes have \(date))" }
-            return shown == date ? nil : "it serves another file (Last-Modified \(date) → \(shown))"
+            return shown == date ? nil : "its Last-Modified \(shown) is not the download's \(date)"
         }
     }
 }

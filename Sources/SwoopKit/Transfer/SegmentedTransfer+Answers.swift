@@ -29,27 +29,33 @@ extension SegmentedTransfer {
         let head = ResponseHead(response)
         if head.status == 206, let proof, let refusal = proof.refusal(of: head, saved: context.saved) {
             await response.body.drain()
-            if index > 0 { throw MirrorRefused(reason: refusal) }
+            if index > 0 { throw MirrorRefused(reason: mirrorReason(refusal)) }
             throw SegmentRestart(reason: "\(url.absoluteString) is not the file the saved bytes are from: \(refusal)")
         }
         do {
-            return try await check(response, head: head, segment: segment, saved: saved, url: url, changed: index > 0 ? "it serves another file" : "the file changed on the server")
+            return try await check(response, head: head, segment: segment, saved: saved, url: url, mirror: index > 0)
         } catch let restart as SegmentRestart where index > 0 {
-            throw MirrorRefused(reason: restart.reason)
+            throw MirrorRefused(reason: mirrorReason(restart.reason))
         }
+    }
+
+    /// Why a mirror is refused, with what would let a mirror with its own ETag serve the file.
+    private func mirrorReason(_ reason: String) -> String {
+        guard context.mirrorProof == .strongETag, reason.hasPrefix("its ETag") else { return reason }
+        return reason + " (with --checksum, a mirror of the same length would do)"
     }
 
     /// The body of an answer that continues the segment, or the restart (or status error) it means.
     /// A segment is always asked as a range: a 2xx other than 206 is a server that ignores ranges
-    /// or, under If-Range, another file (`changed` says which way round: the file changed, or a
-    /// mirror serves another).
+    /// or, under If-Range, another file (the file changed on the server; from a `mirror`, its
+    /// file is not the download's).
     private func check(
-        _ response: HTTPClientResponse, head: ResponseHead, segment: Segment, saved: SavedRepresentation, url: URL, changed: String
+        _ response: HTTPClientResponse, head: ResponseHead, segment: Segment, saved: SavedRepresentation, url: URL, mirror: Bool
     ) async throws -> HTTPClientResponse.Body {
         if head.status != 206, (200..<300).contains(head.status) {
             await response.body.drain()
             if let etag = saved.strongETag, let other = head.etag, other != etag {
-                throw SegmentRestart(reason: "\(changed) (ETag \(etag) → \(other))")
+                throw SegmentRestart(reason: mirror ? "its ETag \(other) is not the download's \(etag)" : "the file changed on the server (ETag \(etag) → \(other))")
             }
             throw SegmentRestart(reason: "the server sent the whole file (\(head.status)) instead of the range")
         }
