@@ -9,7 +9,7 @@ import Glibc
 /// `postgresql` package), a fresh data directory under the temporary directory, TCP on 127.0.0.1 at a
 /// free port and a Unix socket in that directory, password (SCRAM) login for the user `swoop`.
 /// Started as the unprivileged `postgres` user when the tests run as root (PostgreSQL refuses root),
-/// stopped by its PID (``stop()``, and at the test process's exit).
+/// stopped by its PID (``stop()``, and at the test process's exit, when its directory is removed too).
 public final class PostgresServer: Sendable {
     public let port: Int
     public let user = "swoop"
@@ -43,9 +43,10 @@ public final class PostgresServer: Sendable {
         try await offThePool { try PostgresServer() }
     }
 
-    /// Every server started by this process, stopped at its exit (one stopped already is skipped).
+    /// Every server started by this process, stopped and its directory removed at its exit (one
+    /// stopped already is skipped).
     private static let started: Mutex<[PostgresServer]> = {
-        atexit { for server in PostgresServer.started.withLock({ $0 }) { server.stop() } }
+        atexit { for server in PostgresServer.started.withLock({ $0 }) { server.discard() } }
         return Mutex([])
     }()
 
@@ -175,6 +176,13 @@ public final class PostgresServer: Sendable {
             usleep(20_000)
         }
         kill(pid, SIGKILL)
+    }
+
+    /// Stops the server and removes its directory (the cluster's data, about 370 MB, its socket and
+    /// logs): a test run leaves nothing behind. (``stop()`` alone keeps it, for ``start()``.)
+    func discard() {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     // MARK: - Processes

@@ -291,6 +291,26 @@ struct SegmentedDownloadTests {
         #expect(!notices.contains { $0.contains("dropping") }, "\(notices)")
     }
 
+    /// A mirror that shows the same ETag and length but serves other bytes (a copy with the same
+    /// mtime): only a checksum catches it, and its error names every source the bytes came from.
+    @Test func aChecksumMismatchWithMirrorsNamesThemAll() async throws {
+        let f = try await Self.fixture(connections: 2, minSplit: 256 << 10)
+        defer { f.stop() }
+        let body = f.serve("/p/x.bin", size: 1 << 20)
+        f.server.serve("/m/x.bin", Resource(body: Resource.random(size: 1 << 20, seed: 77), etag: "\"v1\""))
+        var request = try f.request("/p/x.bin")
+        let mirror = f.server.url("/m/x.bin")
+        request.mirrors = [try DownloadRequest.validate(mirror)]
+        request.checksum = try Checksum(parsing: "sha-256=" + sha256(body))
+        let (result, _) = await f.download(request)
+        guard case .failure(let error) = result else {
+            Issue.record("a file with another mirror's bytes was accepted")
+            return
+        }
+        #expect(error.message.hasPrefix("sha-256 mismatch for \(f.server.url("/p/x.bin")) and its mirrors \(mirror): expected "), "\(error.message)")
+        #expect(!FileManager.default.fileExists(atPath: f.path("x.bin")))
+    }
+
     /// A URL that gives no strong ETag proves no mirror's bytes: the pieces asked early are dropped,
     /// and the URL alone serves the file.
     @Test func withoutAStrongETagThePiecesAskedEarlyAreDropped() async throws {

@@ -32,8 +32,11 @@ extension Transfer {
             unlink(partPath)
             self.part = nil
             record.fileName = nil
+            // With mirrors, the bytes may have come from any source: name them all.
+            let mirrors = options.mirrors.isEmpty ? "" : " and its mirrors \(options.mirrors.map(\.absoluteString).joined(separator: ", "))"
             throw SwoopError(
-                .checksumMismatch, "\(expected.algorithm.rawValue) mismatch for \(record.url): expected \(expected.hex), got \(actual)"
+                .checksumMismatch,
+                "\(expected.algorithm.rawValue) mismatch for \(record.url)\(mirrors): expected \(expected.hex), got \(actual)"
             )
         }
     }
