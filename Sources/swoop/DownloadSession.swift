@@ -248,13 +248,15 @@ struct DownloadSession {
     }
 
     /// ` in 2.3s at 1.95 MiB/s` for a download that took a second or more (a quicker one's line
-    /// stays short, as it printed no progress either).
+    /// stays short, as it printed no progress either); one that continued earlier bytes adds how
+    /// much of it this run fetched (`, 1.43 MiB of it this run`): the time and speed are this run's.
     static func timing(of download: Download, since start: (at: ContinuousClock.Instant, bytes: Int)) -> String {
         let elapsed = ContinuousClock.now - start.at
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         guard seconds >= 1 else { return "" }
         let bytes = max(0, (download.totalBytes ?? download.completedBytes) - start.bytes)
-        return " in \(ByteFormatting.delay(seconds)) at \(ByteFormatting.rate(Double(bytes) / seconds))"
+        let thisRun = start.bytes > 0 ? ", \(ByteFormatting.format(bytes)) of it this run" : ""
+        return " in \(ByteFormatting.delay(seconds)) at \(ByteFormatting.rate(Double(bytes) / seconds))\(thisRun)"
     }
 
     private func printJSON(_ download: Download) {

@@ -379,6 +379,9 @@ struct GetCommandTests: CLISuite {
         // It says so once, as `wget -c` and `curl -C -` do.
         let continuing = resumed.stderrLines.filter { $0.hasPrefix("swoop: continuing") }
         #expect(continuing == ["swoop: continuing \(out)/big.bin from 2.38 MiB of 3.81 MiB"])
+        // The result line's time and speed are this run's, and it says how much that was.
+        let result = resumed.stdoutLines.first { $0.hasPrefix("\(out)/big.bin (3.81 MiB, 4000000 bytes) in ") }
+        #expect(result?.hasSuffix(", 1.43 MiB of it this run") == true, "\(resumed.stdout)")
         // The second run's progress starts from the saved bytes (62.5%), not from 0.
         let first = resumed.stderrLines.first { $0.hasPrefix("big.bin  ") }
         let percent = first.flatMap { Double($0.dropFirst("big.bin  ".count).prefix { $0 != "%" }) }
