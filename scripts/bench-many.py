@@ -52,6 +52,7 @@ def main():
     parser.add_argument("--work")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS))
     args = parser.parse_args()
+    benchlib.cache_binaries(args.swoop, "curl", "aria2c")
     tools = args.tools.split(",")
     work = args.work or tempfile.mkdtemp(prefix="swoop-bench-many.")
     www = os.path.join(work, "www")

@@ -9,6 +9,20 @@ import sys
 import time
 
 
+def cache_binaries(*paths):
+    """Reads each binary (a path, or a command found on PATH) whole into the page cache. Peak RSS
+    counts the pages the kernel maps around each page fault, and it maps only pages already cached:
+    one binary measured 24.6 MiB partly cached and 29.3 MiB wholly cached. Read first, every tool is
+    measured alike."""
+    import shutil
+    for path in paths:
+        found = path if os.path.sep in path else shutil.which(path)
+        if found and os.path.isfile(found):
+            with open(found, "rb") as binary:
+                while binary.read(1 << 20):
+                    pass
+
+
 def free_port():
     """A TCP port free on 127.0.0.1 right now."""
     with socket.socket() as s:
