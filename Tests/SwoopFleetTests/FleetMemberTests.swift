@@ -91,6 +91,33 @@ struct FleetMemberTests {
         return bodies
     }
 
+    /// A fleet of two: node "runner", and another daemon's catalogue (`user`) that added `count`
+    /// downloads of the files `serve` makes; returns once the runner has written bytes of each.
+    struct Running {
+        let server: TestServer
+        let bodies: [String: [UInt8]]
+        let node: Node
+        let user: any DownloadCatalogue
+        let items: [CatalogueItem]
+    }
+
+    func running(_ kind: CatalogueKind, _ count: Int, size: Int, rate: Int) async throws -> Running {
+        let server = try await TestServer.start()
+        let bodies = serve(server, count, size: size, rate: rate)
+        let fleet = try await kind.makeFleet(2)
+        let node = try Node("runner", catalogue: fleet[0])
+        let user = fleet[1]
+        let items = (0..<count).map { CatalogueItem(urls: [server.url("/f-\($0)")]) }
+        try await user.add(items)
+        try #require(
+            try await until(.seconds(30)) {
+                let entries = try await user.entries(ids: items.map(\.id))
+                return entries.count == count && entries.allSatisfy { $0.completedBytes > 0 }
+            }
+        )
+        return Running(server: server, bodies: bodies, node: node, user: user, items: items)
+    }
+
 
     @Test(arguments: CatalogueKind.allCases)
     func threeNodesShareTheQueueAndFetchEachFileOnce(kind: CatalogueKind) async throws {
@@ -160,14 +187,8 @@ struct FleetMemberTests {
 
     @Test(arguments: CatalogueKind.allCases)
     func aPauseAskedOfAnyDaemonStopsTheDownloadWhereItRuns(kind: CatalogueKind) async throws {
-        let server = try await TestServer.start()
-        let bodies = serve(server, 1, size: 1 << 20, rate: 256 << 10)
-        let fleet = try await kind.makeFleet(2)
-        let node = try Node("runner", catalogue: fleet[0])
-        let user = fleet[1]
-        let item = CatalogueItem(urls: [server.url("/f-0")])
-        try await user.add([item])
-        try #require(try await until(.seconds(30)) { try await user.entries(ids: [item.id]).first?.completedBytes ?? 0 > 0 })
+        let fleet = try await running(kind, 1, size: 1 << 20, rate: 256 << 10)
+        let (server, bodies, node, user, item) = (fleet.server, fleet.bodies, fleet.node, fleet.user, fleet.items[0])
         #expect(try await user.control(.pause, ids: [item.id]) == [item.id: .asked(node: "runner")])
         let asked = ContinuousClock.now
         let paused = try await until(.seconds(10)) { try await user.entries(ids: [item.id]).first?.state == .paused }
@@ -191,15 +212,9 @@ struct FleetMemberTests {
     /// once: its claim goes on (no end written), and it completes from where it was.
     @Test(arguments: CatalogueKind.allCases)
     func aDownloadWhoseSourceChangesWhileItRunsKeepsItsClaim(kind: CatalogueKind) async throws {
-        let server = try await TestServer.start()
-        let bodies = serve(server, 1, size: 1 << 20, rate: 256 << 10)
+        let fleet = try await running(kind, 1, size: 1 << 20, rate: 256 << 10)
+        let (server, bodies, node, user, item) = (fleet.server, fleet.bodies, fleet.node, fleet.user, fleet.items[0])
         server.serve("/moved", Resource(body: bodies["f-0"] ?? [], etag: "\"f0\""))
-        let fleet = try await kind.makeFleet(2)
-        let node = try Node("runner", catalogue: fleet[0])
-        let user = fleet[1]
-        let item = CatalogueItem(urls: [server.url("/f-0")])
-        try await user.add([item])
-        try #require(try await until(.seconds(30)) { try await user.entries(ids: [item.id]).first?.completedBytes ?? 0 > 0 })
         try await node.manager.changeURL(item.id, to: server.url("/moved"))
         let done = try await until { try await user.counts() == [.completed: 1] }
         let entry = try await user.entries(ids: [item.id]).first
@@ -217,14 +232,8 @@ struct FleetMemberTests {
     /// runs on as before, under the same claim, and completes.
     @Test(arguments: CatalogueKind.allCases)
     func aRefusedChangeOfSourcesLeavesTheDownloadRunning(kind: CatalogueKind) async throws {
-        let server = try await TestServer.start()
-        let bodies = serve(server, 2, size: 512 << 10, rate: 128 << 10)
-        let fleet = try await kind.makeFleet(2)
-        let node = try Node("runner", catalogue: fleet[0])
-        let user = fleet[1]
-        let items = (0..<2).map { CatalogueItem(urls: [server.url("/f-\($0)")]) }
-        try await user.add(items)
-        try #require(try await until(.seconds(30)) { try await user.entries(ids: items.map(\.id)).allSatisfy { $0.completedBytes > 0 } })
+        let fleet = try await running(kind, 2, size: 512 << 10, rate: 128 << 10)
+        let (server, bodies, node, user, items) = (fleet.server, fleet.bodies, fleet.node, fleet.user, fleet.items)
         await #expect(throws: SwoopError.self) { try await node.manager.changeURL(items[0].id, to: server.url("/f-1")) }
         let done = try await until { try await user.counts() == [.completed: 2] }
         let entries = try await user.entries(ids: items.map(\.id))

@@ -19,6 +19,11 @@ struct SegmentedDownloadTests {
         requests.compactMap { $0.header("Range") }
     }
 
+    /// The notices among `events`, in order.
+    static func notices(_ events: [DownloadEvent]) -> [String] {
+        events.compactMap { event in if case .notice(_, let text) = event { text } else { nil } }
+    }
+
     @Test func aFileSplitsOverTheConnectionsAndIsByteExact() async throws {
         let f = try await Self.fixture()
         defer { f.stop() }
@@ -227,7 +232,7 @@ struct SegmentedDownloadTests {
         let (result, events) = await f.download(request)
         _ = try result.get()
         #expect(sha256(file: f.path("s.bin")) == sha256(body))
-        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        let notices = Self.notices(events)
         // The reason without the URL the line already names.
         #expect(notices.contains("dropping mirror \(f.server.url("/fail/s.bin")): HTTP 404 Not Found; its segments go to the other sources"), "\(notices)")
         #expect(
@@ -287,7 +292,7 @@ struct SegmentedDownloadTests {
         #expect(sha256(file: f.path("s.bin")) == sha256(body))
         #expect(f.files() == ["s.bin"])
         // Nothing dropped for it: a piece past the end (416) or an unsplit download is no mirror's fault.
-        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        let notices = Self.notices(events)
         #expect(!notices.contains { $0.contains("dropping") }, "\(notices)")
     }
 
@@ -324,7 +329,7 @@ struct SegmentedDownloadTests {
         let (result, events) = await f.download(request)
         _ = try result.get()
         #expect(sha256(file: f.path("w.bin")) == sha256(body))
-        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        let notices = Self.notices(events)
         #expect(notices.contains { $0.hasPrefix("not using the mirrors of") }, "\(notices)")
         // The mirror was asked at most once, with the probe (its piece cancelled as soon as the
         // answer came, perhaps before the request left), and never again.
@@ -338,7 +343,7 @@ struct SegmentedDownloadTests {
         defer { f.stop() }
         let body = f.serve("/flaky.bin", size: 2 << 20)
         let part = f.path("flaky.bin.swoop")
-        FlushFaults.arm(part, from: .finish)
+        FlushFaults.armFromFinish(part)
         defer { FlushFaults.disarm(part) }
         let store = InMemoryDownloadStore()
         let first = await f.download(try f.request("/flaky.bin"), store: store).result
@@ -383,7 +388,7 @@ struct SegmentedDownloadTests {
         let (result, events) = await f.download(request)
         _ = try result.get()
         #expect(sha256(file: f.path("g.bin")) == sha256(body))
-        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        let notices = Self.notices(events)
         #expect(notices.contains("dropping \(f.server.url("/gone/g.bin")): HTTP 404 Not Found; trying mirror \(f.server.url("/m/g.bin"))"), "\(notices)")
     }
 
@@ -422,7 +427,7 @@ struct SegmentedDownloadTests {
         let (result, events) = await f.download(request)
         _ = try result.get()
         #expect(sha256(file: f.path("t.bin")) == sha256(other))
-        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        let notices = Self.notices(events)
         let why = mirror.etag == nil ? "it shows no ETag (the saved bytes have \"v1\")" : "it serves another length (1200000 bytes, the saved file has 1000000)"
         #expect(notices.contains("\(f.server.url("/m/t.bin")) is not the file \(f.server.url("/p/t.bin")) was: \(why); starting over from 0"), "\(notices)")
         // Asked for the rest with the saved ETag only (another server's date may differ), then whole.
@@ -451,7 +456,7 @@ struct SegmentedDownloadTests {
         #expect(asked.count == 1)
         #expect(asked.first?.header("Range") == "bytes=300000-")
         #expect(asked.first?.header("If-Range") == (checksum ? nil : "\"v1\""))
-        let notices = events.compactMap { event -> String? in if case .notice(_, let text) = event { return text } else { return nil } }
+        let notices = Self.notices(events)
         #expect(notices.contains { $0.hasPrefix("\(f.server.url("/m/u.bin")) serves the same file as \(f.server.url("/p/u.bin"))") }, "\(notices)")
     }
 

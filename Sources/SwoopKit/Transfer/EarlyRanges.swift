@@ -10,8 +10,6 @@ import NIOConcurrencyHelpers
 /// So the mirrors' links start with the URL's instead of one round trip and a save later.
 final class EarlyRanges: Sendable {
     struct Piece: Sendable {
-        /// The mirror's source index (1 is the first mirror).
-        let source: Int
         let start: Int
         let response: Task<HTTPClientResponse, any Error>
 
@@ -37,7 +35,7 @@ final class EarlyRanges: Sendable {
             let source = offset + 1
             let start = source * pieceSize
             let range = "bytes=\(start)-\(start + pieceSize - 1)"
-            pieces[source] = Piece(source: source, start: start, response: Task { try await send(mirror, range) })
+            pieces[source] = Piece(start: start, response: Task { try await send(mirror, range) })
         }
         self.pieces = NIOLockedValueBox(pieces)
     }

@@ -6,8 +6,7 @@ import Foundation
 extension SegmentedTransfer {
     /// Asks a source for the rest of a segment (with `If-Range`), for ``accept(_:for:from:)`` to check.
     func request(_ segment: Segment, from index: Int) async throws -> HTTPClientResponse.Body {
-        let proof = index > 0 ? context.mirrorProof : context.urlProof
-        let saved = proof?.asked(context.saved) ?? context.saved
+        let saved = expected(from: index).saved
         var headers = context.headers
         headers.append(("Range", "bytes=\(segment.next)-\(segment.end - 1)"))
         if let validator = saved.strongETag ?? saved.lastModified { headers.append(("If-Range", validator)) }
@@ -22,8 +21,9 @@ extension SegmentedTransfer {
     /// representation: by its validators, and from a source that did not write the saved bytes by
     /// its ``SourceProof`` too. A mirror's mismatch is `MirrorRefused`.
     func accept(_ response: HTTPClientResponse, for segment: Segment, from index: Int) async throws -> HTTPClientResponse.Body {
-        let proof = index > 0 ? context.mirrorProof : context.urlProof
-        var saved = proof?.asked(context.saved) ?? context.saved
+        let expectation = expected(from: index)
+        let proof = expectation.proof
+        var saved = expectation.saved
         saved.offset = segment.next
         let url = source(index)
         let head = ResponseHead(response)
@@ -37,6 +37,13 @@ extension SegmentedTransfer {
         } catch let restart as SegmentRestart where index > 0 {
             throw MirrorRefused(reason: mirrorReason(restart.reason))
         }
+    }
+
+    /// What source `index`'s answers must show: its proof (a mirror's, or the URL's when it did not
+    /// write the saved bytes) and the validators that proof compares.
+    private func expected(from index: Int) -> (proof: SourceProof?, saved: SavedRepresentation) {
+        let proof = index > 0 ? context.mirrorProof : context.urlProof
+        return (proof, proof?.asked(context.saved) ?? context.saved)
     }
 
     /// Why a mirror is refused, with what would let a mirror with its own ETag serve the file.

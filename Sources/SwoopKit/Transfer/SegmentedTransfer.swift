@@ -274,32 +274,28 @@ final class SegmentedTransfer: Sendable {
     /// else half of the largest busy one; `nil` when nothing is left worth taking.
     private func claim(preferring start: Int?) -> Segment? {
         state.withLockedValue { state in
-            let candidate: Segment?
-            if let start, let segment = Self.free(start, in: state) {
-                candidate = segment
-            } else if let free = state.plan.unclaimed(busy: state.busy) {
-                candidate = free
-            } else {
-                candidate = state.plan.steal(
+            if let start, let segment = Self.free(start, in: state) { return Self.take(segment, in: &state) }
+            if let free = state.plan.unclaimed(busy: state.busy) { return Self.take(free, in: &state) }
+            guard
+                let stolen = state.plan.steal(
                     busy: state.busy, reservedUpTo: state.reservedUpTo, minSplitSize: context.configuration.segments.minSplitSize
                 )
-                if let candidate { state.recorded[candidate.start] = 0 }
-            }
-            guard let candidate else { return nil }
-            state.busy.insert(candidate.start)
-            state.reservedUpTo[candidate.start] = candidate.next
-            return candidate
+            else { return nil }
+            state.recorded[stolen.start] = 0
+            return Self.take(stolen, in: &state)
         }
     }
 
     /// The unfinished segment starting at `start`, when nobody works on it.
     private func claim(exactly start: Int) -> Segment? {
-        state.withLockedValue { state in
-            guard let segment = Self.free(start, in: state) else { return nil }
-            state.busy.insert(start)
-            state.reservedUpTo[start] = segment.next
-            return segment
-        }
+        state.withLockedValue { state in Self.free(start, in: state).map { Self.take($0, in: &state) } }
+    }
+
+    /// Marks `segment` as a connection's: busy, with nothing reserved past where it stands.
+    private static func take(_ segment: Segment, in state: inout State) -> Segment {
+        state.busy.insert(segment.start)
+        state.reservedUpTo[segment.start] = segment.next
+        return segment
     }
 
     /// The segment at `start` when it is unfinished and nobody works on it.

@@ -238,16 +238,17 @@ extension Transfer {
                 }
             }
             // The validators reach the store before the first byte of this representation reaches the file.
-            if let plan, start == 0 {
-                // The segments' requests go out while they are saved: no byte is written before.
-                let recorded = saveInBackground()
+            if let plan {
+                // From zero the segments' requests go out while the record is saved (no byte is
+                // written before); bytes in front are flushed with it first.
+                var recorded: Task<Void, any Error>?
+                if start == 0 {
+                    recorded = saveInBackground()
+                } else {
+                    try await onDisk { try $0.saveProgress(error: nil) }
+                }
                 emit(.started(snapshot()))
                 return try await runSegments(plan, first: response.body, at: start, recorded: recorded, early: early)
-            }
-            if let plan {
-                try await onDisk { try $0.saveProgress(error: nil) }
-                emit(.started(snapshot()))
-                return try await runSegments(plan, first: response.body, at: start)
             }
             if !blank {
                 try await onDisk { try $0.saveProgress(error: nil) }
