@@ -199,21 +199,28 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     /// The updates in one transaction and one flush of the log: a group of downloads finishing
-    /// together commits once. A record that is gone fails alone; a failed transaction fails all.
-    public func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>] {
-        guard records.count > 1 else {
-            return records.map { record in Result { try update(record, durable: durable) }.mapError(Self.storeError) }
+    /// together commits once. A claiming record is written by ``Row/claimSQL`` (the check and the
+    /// write in one statement). A record that is gone, or whose claim is refused, fails alone; a
+    /// failed transaction fails all.
+    public func update(contentsOf records: [DownloadRecord], claiming: Set<Download.ID>, durable: Bool) -> [Result<Void, SwoopError>] {
+        func write(_ record: DownloadRecord, in db: Database) throws -> Bool {
+            if claiming.contains(record.id), let fileName = record.fileName {
+                var arguments = Row(record).updateArguments
+                arguments += [record.directory, fileName]
+                try db.cachedStatement(sql: Row.claimSQL).execute(arguments: arguments)
+            } else {
+                try db.cachedStatement(sql: Row.updateSQL).execute(arguments: Row(record).updateArguments)
+            }
+            return db.changesCount > 0
         }
         let changed: [Bool]
         do {
-            changed = try write { db in
+            changed = try self.write { db in
+                // One statement commits by itself.
+                guard records.count > 1 else { return try records.map { try write($0, in: db) } }
                 var changed: [Bool] = []
                 try db.inTransaction {
-                    let statement = try db.cachedStatement(sql: Row.updateSQL)
-                    for record in records {
-                        try statement.execute(arguments: Row(record).updateArguments)
-                        changed.append(db.changesCount > 0)
-                    }
+                    for record in records { changed.append(try write(record, in: db)) }
                     return .commit
                 }
                 return changed
@@ -224,7 +231,14 @@ public final class SQLiteDownloadStore: DownloadStore {
             return records.map { _ in .failure(failure) }
         }
         return zip(records, changed).map { record, changed in
-            changed ? .success(()) : .failure(Self.removedMeanwhile(record, path: path))
+            if changed { return .success(()) }
+            // Refused: another unfinished download names the file, or the record is gone.
+            if claiming.contains(record.id), let fileName = record.fileName,
+                let owner = try? unfinished(directory: record.directory, fileName: fileName), owner.id != record.id
+            {
+                return .failure(.nameTaken(record, by: owner))
+            }
+            return .failure(Self.removedMeanwhile(record, path: path))
         }
     }
 

@@ -33,10 +33,17 @@ final class ObservedStore: DownloadStore {
         try inner.update(record, durable: durable)
     }
 
-    func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>] {
+    func update(contentsOf records: [DownloadRecord], claiming: Set<Download.ID>, durable: Bool) -> [Result<Void, SwoopError>] {
         onGroup(records)
         return records.map { record in
-            Result { try update(record, durable: durable) }.mapError { $0 as? SwoopError ?? SwoopError(.store, "\($0)") }
+            Result {
+                if claiming.contains(record.id), let fileName = record.fileName,
+                    let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id
+                {
+                    throw SwoopError.nameTaken(record, by: owner)
+                }
+                try update(record, durable: durable)
+            }.mapError { $0 as? SwoopError ?? SwoopError(.store, "\($0)") }
         }
     }
 

@@ -68,6 +68,42 @@ final class PartFile: Sendable {
         return PartFile(path: path, fd: fd)
     }
 
+    /// The extended attribute that names the download a part file was made for, while that
+    /// download's claim of the file is not in the store yet (see `Transfer.claimFile`).
+    static let claimAttribute = "user.swoop.download"
+
+    private static let setAttribute = CFunctions.lookUp(
+        "fsetxattr", as: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer, Int, Int32) -> Int32).self
+    )
+    private static let getAttribute = CFunctions.lookUp(
+        "fgetxattr", as: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer, Int) -> Int).self
+    )
+
+    /// Names `download` in the file (``claimAttribute``). Returns `false` where the file system
+    /// keeps no user attributes: the caller then claims the file in the store at once.
+    func tag(_ download: String) -> Bool {
+        guard let set = Self.setAttribute else { return false }
+        var value = Array(download.utf8)
+        return set(fd, Self.claimAttribute, &value, value.count, 0) == 0
+    }
+
+    private static let removeAttribute = CFunctions.lookUp(
+        "fremovexattr", as: (@convention(c) (Int32, UnsafePointer<CChar>) -> Int32).self
+    )
+
+    /// Takes the tag (``tag(_:)``) off again: the final file carries nothing of Swoop's.
+    func untag() {
+        _ = Self.removeAttribute?(fd, Self.claimAttribute)
+    }
+
+    /// The download the file names (``tag(_:)``), if any.
+    var taggedDownload: String? {
+        guard let get = Self.getAttribute else { return nil }
+        var value = [UInt8](repeating: 0, count: 128)
+        let count = get(fd, Self.claimAttribute, &value, value.count)
+        return count > 0 ? String(decoding: value.prefix(count), as: UTF8.self) : nil
+    }
+
     /// The file's current size.
     func size() throws -> Int {
         try sizeAndModified().size

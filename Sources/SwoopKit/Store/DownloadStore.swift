@@ -31,8 +31,10 @@ public protocol DownloadStore: Sendable {
     func claim(_ record: DownloadRecord) throws -> DownloadRecord?
     /// Writes several transfers' records as ``update(_:durable:)`` does, in one transaction where the
     /// store has them (a group of downloads finishing together: one commit, one flush). Returns each
-    /// record's outcome in order: a record that is gone stays gone and fails alone.
-    func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>]
+    /// record's outcome in order: a record that is gone stays gone and fails alone. A record whose
+    /// id is in `claiming` is written as ``claim(_:)`` writes it: when another unfinished record
+    /// names its file, it is not, and fails alone with ``SwoopError/Code/destinationExists``.
+    func update(contentsOf records: [DownloadRecord], claiming: Set<Download.ID>, durable: Bool) -> [Result<Void, SwoopError>]
     /// Marks a waiting download active, for `ls` while its first request is under way. A record in
     /// any other state is left alone.
     func markActive(id: Download.ID, at date: Date) throws
@@ -104,8 +106,24 @@ extension DownloadStore {
         return nil
     }
 
+    public func update(contentsOf records: [DownloadRecord], claiming: Set<Download.ID>, durable: Bool) -> [Result<Void, SwoopError>] {
+        records.map { record in
+            Result {
+                try withStoreErrors {
+                    if claiming.contains(record.id), let fileName = record.fileName,
+                        let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id
+                    {
+                        throw SwoopError.nameTaken(record, by: owner)
+                    }
+                    try update(record, durable: durable)
+                }
+            }.mapError(SwoopError.wrapping)
+        }
+    }
+
+    /// ``update(contentsOf:claiming:durable:)`` claiming none.
     public func update(contentsOf records: [DownloadRecord], durable: Bool) -> [Result<Void, SwoopError>] {
-        records.map { record in Result { try withStoreErrors { try update(record, durable: durable) } }.mapError(SwoopError.wrapping) }
+        update(contentsOf: records, claiming: [], durable: durable)
     }
 
     /// Deletes many records.
@@ -151,4 +169,11 @@ extension DownloadStore {
     public func withdraw(_ token: String) throws {}
 
     public var isDurable: Bool { false }
+}
+
+extension SwoopError {
+    /// A claim refused: `owner`, another unfinished download, names `record`'s file.
+    public static func nameTaken(_ record: DownloadRecord, by owner: DownloadRecord) -> SwoopError {
+        SwoopError(.destinationExists, "\(record.partPath ?? record.directory) is in use by the download of \(owner.url)")
+    }
 }

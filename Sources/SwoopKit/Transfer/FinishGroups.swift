@@ -86,7 +86,10 @@ final class FinishGroups: Sendable {
                 results[index] = .failure(error)
             }
         }
-        var stored = prepared.isEmpty ? [] : store.update(contentsOf: prepared.map { group[$0.index].transfer.value.record }, durable: true)
+        // A download whose claim waited (`Transfer.claimPending`) claims its file in this transaction.
+        let members = prepared.map { group[$0.index].transfer.value }
+        let claiming = Set(members.filter(\.claimPending).map(\.record.id))
+        var stored = prepared.isEmpty ? [] : store.update(contentsOf: members.map(\.record), claiming: claiming, durable: true)
         if stored.count != prepared.count {
             // A store that answers for fewer records than it was given: none of them is known stored.
             stored = prepared.map { _ in .failure(SwoopError(.store, "the store did not record the group's downloads (\(stored.count) answers for \(prepared.count))")) }
@@ -96,6 +99,7 @@ final class FinishGroups: Sendable {
             results[index] = Result {
                 do {
                     try outcome.get()
+                    transfer.claimPending = false
                     return try transfer.publishCompleted()
                 } catch {
                     // Not recorded or not published, so not complete: the record goes back to what

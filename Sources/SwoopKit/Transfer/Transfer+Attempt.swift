@@ -229,8 +229,10 @@ extension Transfer {
             }
             record.segments = plan?.segments ?? record.segments
             if claiming {
+                // A fresh small file's claim waits for its finishing group's transaction.
+                let deferring = blank && start == 0 && plan == nil && early == nil && total.map { $0 <= Self.deferredClaimLimit } == true
                 do {
-                    try claimFile(response: response)
+                    try claimFile(response: response, deferring: deferring)
                 } catch {
                     // Nothing of this answer is kept for a file that was never had.
                     record = unclaimed
@@ -304,7 +306,7 @@ extension Transfer {
         record.lastModified = nil
         record.committedBytes = 0
         record.syncedBytes = 0
-        try storeCall { try store.update(record, durable: true) }
+        try writeRecord(durable: true)
         try part?.truncate(to: 0)
     }
 

@@ -17,7 +17,14 @@ extension Transfer {
             // Hashing reads the whole file: on this download's own disk thread, not in the group.
             try await onDisk { try $0.verifyChecksum() }
         }
-        let done = try await context.finishes.finish(self)
+        let done: Download
+        do {
+            done = try await context.finishes.finish(self)
+        } catch let error as SwoopError where claimPending && error.code == .destinationExists {
+            // The group's claim was refused: another unfinished download names the file. Fetched
+            // again under another name (at most ``deferredClaimLimit`` bytes).
+            throw try await onDisk { $0.giveUpPendingName(error) }
+        }
         emit(.completed(done))
         return done
     }
@@ -50,6 +57,11 @@ extension Transfer {
             throw SwoopError(.fileSystem, "no part file for \(record.url)")
         }
         try surfaceSyncFailure(part)
+        if partTagged {
+            // Off before the flush that follows, which makes it durable with the rest.
+            part.untag()
+            partTagged = false
+        }
         try part.syncNow(upTo: offset, metadata: true)
         // A rename keeps size and modification time: these are what the final file will show.
         let stat = try part.sizeAndModified()

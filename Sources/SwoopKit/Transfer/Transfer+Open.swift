@@ -120,7 +120,14 @@ extension Transfer {
     /// A name an unfinished download in the store will resume into belongs to it even without a
     /// part file: reusing it could splice two downloads. The store checks that as it writes the
     /// claim (``DownloadStore/claim(_:)``); a part file made for a name found taken is removed again.
-    func claimFile(response: HTTPClientResponse) throws {
+    ///
+    /// - Parameter deferring: A fresh download of at most ``deferredClaimLimit`` bytes: a part file
+    ///   it creates is tagged with its id instead (``PartFile/tag(_:)``) and claimed in the store
+    ///   with its first checkpoint, its stop or its finish (``claimPending``): thousands of small
+    ///   files spend one store write each, in their finishing group's transaction. A run after a
+    ///   crash takes its tagged part file back (``adoptLeftover(_:for:)``); bytes written before a
+    ///   claim are never trusted, as none are recorded.
+    func claimFile(response: HTTPClientResponse, deferring: Bool = false) throws {
         let base = requestedName
             ?? FileNaming.suggestedName(contentDisposition: response.headers.first(name: "Content-Disposition"), url: url)
         for attempt in 0..<10_000 {
@@ -139,7 +146,7 @@ extension Transfer {
             // own download never finds it locked by this one (a rare path; a new file is not asked).
             let leftover = created == nil ? try storeCall { try store.unfinished(directory: record.directory, fileName: name) } : nil
             let holder = leftover.flatMap { $0.id == record.id ? nil : $0 }
-            guard let file = created ?? (holder == nil ? Self.adoptEmptyLeftover(partPath) : nil) else {
+            guard let file = created ?? (holder == nil ? Self.adoptLeftover(partPath, for: record.id) : nil) else {
                 if options.collisionPolicy == .rename { continue }
                 let owner = holder.map { " by the download of \($0.url)" } ?? ""
                 throw SwoopError(.destinationExists, "\(finalPath) is in use\(owner) (\(partPath) exists); choose another name")
@@ -147,6 +154,14 @@ extension Transfer {
             part = file
             record.fileName = name
             stampProgress(error: nil)
+            if deferring, mayDeferClaim, created != nil, file.tag(record.id.rawValue) {
+                // Still waiting in the store: an active mark due meanwhile shows it running.
+                claimPending = true
+                partTagged = true
+                lastCheckpoint = .now
+                checkpointedBytes = offset
+                return
+            }
             context.activeMarks.remove(record.id)
             let owner: DownloadRecord?
             do {
@@ -176,11 +191,49 @@ extension Transfer {
         record.fileName = nil
     }
 
-    /// A part file that exists empty, unlocked and claimed by no record is what a process killed
-    /// between creating it and recording its name leaves (bytes are written only after the name is
-    /// recorded): taking it loses nothing. One with bytes, or locked by a live process, is left alone.
-    static func adoptEmptyLeftover(_ path: String) -> PartFile? {
-        guard let file = try? PartFile.open(path, exclusive: false) else { return nil }
-        return (try? file.size()) == 0 ? file : nil
+    /// A part file that exists unlocked and claimed by no record, and is empty or tagged with this
+    /// download's id, is what a process killed before recording its name leaves (bytes are written
+    /// before the name is recorded only into a tagged file, see `claimFile`): taking it loses
+    /// nothing, as no record vouches for its bytes (a tagged one is emptied). One with bytes and no
+    /// tag of this download's, or locked by a live process, is left alone.
+    static func adoptLeftover(_ path: String, for id: Download.ID) -> PartFile? {
+        guard let file = try? PartFile.open(path, exclusive: false), let size = try? file.size() else { return nil }
+        if size == 0 { return file }
+        guard file.taggedDownload == id.rawValue, (try? file.truncate(to: 0)) != nil else { return nil }
+        file.untag()
+        return file
+    }
+
+    /// The largest download whose claim waits (``claimPending``): at most this much is fetched again
+    /// after a crash, as a killed segmented download fetches again per connection.
+    static let deferredClaimLimit = 1 << 20
+
+    /// Writes the record (``DownloadStore/update(_:durable:)``); a claim still pending
+    /// (``claimPending``) is made with it. A pending claim the store refuses (another unfinished
+    /// download names the file) gives the name up: the part file is removed, the record saved
+    /// without it, and a retryable error thrown (the next attempt claims another name at once).
+    func writeRecord(durable: Bool) throws {
+        guard claimPending else { return try storeCall { try store.update(record, durable: durable) } }
+        if let owner = try storeCall({ try store.claim(record) }) {
+            let error = giveUpPendingName(.nameTaken(record, by: owner))
+            try storeCall { try store.update(record, durable: durable) }
+            throw error
+        }
+        claimPending = false
+        context.activeMarks.remove(record.id)
+        // The claim is written without a flush.
+        if durable { try storeCall { try store.update(record, durable: true) } }
+    }
+
+    /// A pending claim the store refused (`refusal`): the part file (made by this transfer) is
+    /// removed and its bytes dropped; returns the retryable error that says so.
+    func giveUpPendingName(_ refusal: SwoopError) -> SwoopError {
+        claimPending = false
+        mayDeferClaim = false
+        partTagged = false
+        if let part { release(part, removing: true) }
+        offset = 0
+        stampProgress(error: nil)
+        return SwoopError(.destinationExists, "\(refusal.message); choosing another name", isRetryable: true)
     }
 }

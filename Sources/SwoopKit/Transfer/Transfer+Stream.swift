@@ -19,8 +19,8 @@ extension Transfer {
             if offset + count - checkpointedBytes > configuration.durability.checkpointBytes
                 || now - lastCheckpoint >= configuration.durability.checkpointInterval
             {
-                if claimNotFlushed {
-                    // This checkpoint makes the claim durable (a flush): on a disk thread.
+                if claimNotFlushed || claimPending {
+                    // This checkpoint makes the claim (durable: a flush): on a disk thread.
                     try await onDisk { try $0.checkpoint(force: false, now: now) }
                 } else {
                     try checkpoint(force: false, now: now)
@@ -51,17 +51,17 @@ extension Transfer {
         lastCheckpoint = now
         checkpointedBytes = offset
         try surfaceSyncFailure(part)
-        if claimNotFlushed {
-            // The first checkpoint of a download whose claim was saved without a flush makes the
-            // record durable: from here on a power loss can only roll progress back, never the
-            // name and validators (which would orphan the part file). Small files never get here.
+        if claimNotFlushed || claimPending {
+            // The first checkpoint of a download whose claim was saved without a flush, or not yet
+            // made, makes the record durable: from here on a power loss can only roll progress
+            // back, never the name and validators (which would orphan the part file).
             claimNotFlushed = false
             record.committedBytes = offset
             record.syncedBytes = min(part.syncedBytes, offset)
             record.bootID = recordedBootID
             record.bytesPerSecond = meter.bytesPerSecond
             record.updatedAt = Date()
-            return try storeCall { try store.update(record, durable: true) }
+            return try writeRecord(durable: true)
         }
         try storeCall {
             try store.checkpoint(
@@ -101,7 +101,7 @@ extension Transfer {
             }
         }
         stampProgress(error: error)
-        try storeCall { try store.update(record, durable: durable) }
+        try writeRecord(durable: durable)
         // This save is a checkpoint too: the next one is due a full interval or 1 MiB from here.
         lastCheckpoint = .now
         checkpointedBytes = offset

@@ -98,6 +98,14 @@ final class Transfer {
     /// The record naming this download's part file and validators was saved without a flush (a
     /// fresh download): the first checkpoint flushes it (see `checkpoint`).
     var claimNotFlushed = false
+    /// The claim of this fresh download's part file is not in the store yet (see `claimFile`): its
+    /// first checkpoint, its stop or its finish (with the finishing group's one transaction) makes
+    /// it, and the part file names the download meanwhile (``PartFile/tag(_:)``).
+    var claimPending = false
+    /// Whether a claim may wait (`claimPending`): not after a waiting claim was refused.
+    var mayDeferClaim = true
+    /// The part file carries this download's tag (``PartFile/tag(_:)``), taken off before the rename.
+    var partTagged = false
     /// Where the disk writeback last started, for `startWriteback`.
     var writebackFrom = 0
     /// The retry this transfer waits for, shown in its snapshots until the next attempt starts.
