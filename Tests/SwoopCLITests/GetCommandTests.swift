@@ -430,4 +430,22 @@ struct GetCommandTests: CLISuite {
         #expect(resent >= 0 && resent <= 1 << 20, "seed \(seed): \(resent) bytes sent twice")
         #expect(files() == ["crash.bin"])
     }
+
+    /// A small file's name reaches the store with its completion (its part file carries the
+    /// download's id meanwhile): killed half-way, the rerun takes its part file back under the
+    /// same name, fetches the file whole and leaves nothing behind.
+    @Test func killNineOfASmallFileThenRerunKeepsItsName() async throws {
+        defer { stop() }
+        let body = serve("/small.bin", size: 600_000)
+        server.enqueue("/small.bin", .stallAfter(bytes: 250_000))
+        let running = try start([server.url("/small.bin")])
+        #expect(await eventually { fileSize(out + "/small.bin.swoop") == 250_000 })
+        running.signal(SIGKILL)
+        _ = await running.wait()
+
+        let rerun = try await get([server.url("/small.bin")])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(digest(out + "/small.bin") == digest(body))
+        #expect(files() == ["small.bin"])
+    }
 }
