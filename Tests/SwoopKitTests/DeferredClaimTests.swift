@@ -94,6 +94,24 @@ struct DeferredClaimTests {
         #expect(try store.record(id: other.id)?.state == .paused)
     }
 
+    /// A download whose part file went missing names `y.bin`; another URL's small file took the
+    /// free name and was killed before its claim, leaving its bytes tagged with its id. The first
+    /// download never continues those bytes (their length says nothing): it fetches from zero.
+    @Test func bytesTaggedForAnotherDownloadAreNeverContinued() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let body = f.serve("/y.bin", size: 400_000)
+        let store = try f.interrupted("/y.bin", total: body.count, committed: 0, synced: 0, partFile: [])
+        try Self.leaveTaggedPartFile(f.path("y.bin.swoop"), bytes: 150_000, tag: Download.ID.make().rawValue)
+        let (result, _) = await f.download(try f.request("/y.bin"), store: store)
+        #expect(try result.get().download.destination == f.path("y.bin"))
+        #expect(sha256(file: f.path("y.bin")) == sha256(body))
+        #expect(f.files() == ["y.bin"])
+        #expect(f.server.requests(to: "/y.bin").allSatisfy { ($0.header("Range") ?? "bytes=0-").hasPrefix("bytes=0-") })
+        let final = try #require(try PartFile.open(f.path("y.bin"), exclusive: false))
+        #expect(final.taggedDownload == nil)
+    }
+
     static func leaveTaggedPartFile(_ path: String, bytes: Int, tag: String) throws {
         FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x5A, count: bytes))
         let file = try #require(try PartFile.open(path, exclusive: false))

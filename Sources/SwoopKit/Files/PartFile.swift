@@ -91,9 +91,18 @@ final class PartFile: Sendable {
         "fremovexattr", as: (@convention(c) (Int32, UnsafePointer<CChar>) -> Int32).self
     )
 
+    private static let removePathAttribute = CFunctions.lookUp(
+        "removexattr", as: (@convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Int32).self
+    )
+
     /// Takes the tag (``tag(_:)``) off again: the final file carries nothing of Swoop's.
     func untag() {
         _ = Self.removeAttribute?(fd, Self.claimAttribute)
+    }
+
+    /// ``untag()`` of the file at `path`, not open here.
+    static func untag(path: String) {
+        _ = removePathAttribute?(path, claimAttribute)
     }
 
     /// The download the file names (``tag(_:)``), if any.

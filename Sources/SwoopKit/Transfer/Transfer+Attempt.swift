@@ -33,6 +33,11 @@ extension Transfer {
                 if swoopError.code == .cancelled || Task.isCancelled {
                     throw await interrupted(by: error)
                 }
+                if swoopError.code == .destinationExists, swoopError.isRetryable {
+                    // A waiting claim refused (`giveUpPendingName`): another name, at once.
+                    emit(.notice(snapshot(), swoopError.message))
+                    continue
+                }
                 furthest = max(furthest, offset)
                 let decision = retries.decide(after: swoopError, progressed: furthest > furthestBefore, jitter: Double.random(in: 0..<1))
                 guard case .retry(let delay, let attempt, let most) = decision else {

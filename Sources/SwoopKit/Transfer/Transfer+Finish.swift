@@ -36,7 +36,8 @@ extension Transfer {
         let actual = try Checksum.digest(of: partPath, algorithm: expected.algorithm)
         guard actual == expected.hex else {
             try? resetToZero()
-            unlink(partPath)
+            // (A pending claim refused by that reset gave the name and its file up already.)
+            if part != nil { unlink(partPath) }
             self.part = nil
             record.fileName = nil
             // With mirrors, the bytes may have come from any source: name them all.
@@ -57,11 +58,6 @@ extension Transfer {
             throw SwoopError(.fileSystem, "no part file for \(record.url)")
         }
         try surfaceSyncFailure(part)
-        if partTagged {
-            // Off before the flush that follows, which makes it durable with the rest.
-            part.untag()
-            partTagged = false
-        }
         try part.syncNow(upTo: offset, metadata: true)
         // A rename keeps size and modification time: these are what the final file will show.
         let stat = try part.sizeAndModified()
@@ -121,6 +117,8 @@ extension Transfer {
             unlink(partPath)
             return true
         }
+        // A process stopped between storing the claim and taking the tag off left it on.
+        PartFile.untag(path: partPath)
         try FileSystem.publish(partPath, as: finalPath, replace: record.collisionPolicy == .overwrite)
         directorySyncs.add((finalPath as NSString).deletingLastPathComponent)
         return true

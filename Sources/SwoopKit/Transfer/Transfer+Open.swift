@@ -82,7 +82,7 @@ extension Transfer {
             return try reopenSegments(segments, partPath: partPath)
         }
         guard let file = try PartFile.open(partPath, exclusive: false) else { return }
-        let trusted = record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
+        let trusted = Self.isOthers(file, id: record.id) ? 0 : record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
         try file.truncate(to: trusted)
         file.assumeSynced(record.bootID == bootID ? min(record.syncedBytes, trusted) : trusted)
         part = file
@@ -101,6 +101,11 @@ extension Transfer {
         else {
             emit(.notice(snapshot(), "the saved segments of \(record.url) cannot be trusted; starting over"))
             if FileSystem.exists(partPath), let file = try? PartFile.open(partPath, exclusive: false) { part = file }
+            return try resetToZero()
+        }
+        if Self.isOthers(file, id: record.id) {
+            // Another download's unclaimed bytes where this one's file was: none of them is ours.
+            part = file
             return try resetToZero()
         }
         let trusted = plan.trusted(sameBoot: record.bootID == bootID)
@@ -157,7 +162,6 @@ extension Transfer {
             if deferring, mayDeferClaim, created != nil, file.tag(record.id.rawValue) {
                 // Still waiting in the store: an active mark due meanwhile shows it running.
                 claimPending = true
-                partTagged = true
                 lastCheckpoint = .now
                 checkpointedBytes = offset
                 return
@@ -198,10 +202,18 @@ extension Transfer {
     /// tag of this download's, or locked by a live process, is left alone.
     static func adoptLeftover(_ path: String, for id: Download.ID) -> PartFile? {
         guard let file = try? PartFile.open(path, exclusive: false), let size = try? file.size() else { return nil }
-        if size == 0 { return file }
-        guard file.taggedDownload == id.rawValue, (try? file.truncate(to: 0)) != nil else { return nil }
+        guard size == 0 || (file.taggedDownload == id.rawValue && (try? file.truncate(to: 0)) != nil) else { return nil }
         file.untag()
         return file
+    }
+
+    /// Whether `file` is tagged for another download (``PartFile/tag(_:)``): a fresh small file
+    /// that took this name while this download's part file was gone, and was killed before its
+    /// claim. Its bytes are never this download's, whatever the length says; the tag goes with them.
+    static func isOthers(_ file: PartFile, id: Download.ID) -> Bool {
+        guard let tag = file.taggedDownload else { return false }
+        file.untag()
+        return tag != id.rawValue
     }
 
     /// The largest download whose claim waits (``claimPending``): at most this much is fetched again
@@ -230,7 +242,6 @@ extension Transfer {
     func giveUpPendingName(_ refusal: SwoopError) -> SwoopError {
         claimPending = false
         mayDeferClaim = false
-        partTagged = false
         if let part { release(part, removing: true) }
         offset = 0
         stampProgress(error: nil)

@@ -77,6 +77,7 @@ extension Transfer {
         // This save records the state itself.
         context.activeMarks.remove(record.id)
         if let segmented {
+            assert(!claimPending, "a split download claims before it writes")
             // Every segment's progress, after one more flush (or, if that fails, only what was flushed).
             if let part, (try? part.flush()) != nil {
                 var plan = segmented.plan

@@ -104,8 +104,6 @@ final class Transfer {
     var claimPending = false
     /// Whether a claim may wait (`claimPending`): not after a waiting claim was refused.
     var mayDeferClaim = true
-    /// The part file carries this download's tag (``PartFile/tag(_:)``), taken off before the rename.
-    var partTagged = false
     /// Where the disk writeback last started, for `startWriteback`.
     var writebackFrom = 0
     /// The retry this transfer waits for, shown in its snapshots until the next attempt starts.
