@@ -133,6 +133,11 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         + " AND NOT EXISTS (SELECT 1 FROM download AS other WHERE other.directory = ? AND other.fileName = ?"
         + " AND other.state NOT IN ('completed', 'removed') AND other.id != download.id)"
 
+    /// ``claimSQL``'s arguments: ``updateArguments``, then the directory and the file name.
+    func claimArguments(fileName: String) -> StatementArguments {
+        updateArguments + [directory, fileName]
+    }
+
     /// The values in `updateColumns` order, then the id.
     var updateArguments: StatementArguments {
         [

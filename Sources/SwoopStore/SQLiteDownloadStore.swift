@@ -183,8 +183,7 @@ public final class SQLiteDownloadStore: DownloadStore {
             try update(record, durable: false)
             return nil
         }
-        var arguments = Row(record).updateArguments
-        arguments += [record.directory, fileName]
+        let arguments = Row(record).claimArguments(fileName: fileName)
         // A holder that finishes between the refused write and the lookup frees the name: write again.
         for _ in 0..<3 {
             let changed = try write { db in
@@ -192,7 +191,7 @@ public final class SQLiteDownloadStore: DownloadStore {
                 return db.changesCount
             }
             if changed > 0 { return nil }
-            if let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id { return owner }
+            if let owner = try holder(of: record) { return owner }
             if try self.record(id: record.id) == nil { break }
         }
         throw Self.removedMeanwhile(record, path: path)
@@ -205,9 +204,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     public func update(contentsOf records: [DownloadRecord], claiming: Set<Download.ID>, durable: Bool) -> [Result<Void, SwoopError>] {
         func write(_ record: DownloadRecord, in db: Database) throws -> Bool {
             if claiming.contains(record.id), let fileName = record.fileName {
-                var arguments = Row(record).updateArguments
-                arguments += [record.directory, fileName]
-                try db.cachedStatement(sql: Row.claimSQL).execute(arguments: arguments)
+                try db.cachedStatement(sql: Row.claimSQL).execute(arguments: Row(record).claimArguments(fileName: fileName))
             } else {
                 try db.cachedStatement(sql: Row.updateSQL).execute(arguments: Row(record).updateArguments)
             }
@@ -233,9 +230,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         return zip(records, changed).map { record, changed in
             if changed { return .success(()) }
             // Refused: another unfinished download names the file, or the record is gone.
-            if claiming.contains(record.id), let fileName = record.fileName,
-                let owner = try? unfinished(directory: record.directory, fileName: fileName), owner.id != record.id
-            {
+            if claiming.contains(record.id), let owner = try? holder(of: record) {
                 return .failure(.nameTaken(record, by: owner))
             }
             return .failure(Self.removedMeanwhile(record, path: path))

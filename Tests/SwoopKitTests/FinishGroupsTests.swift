@@ -51,6 +51,17 @@ struct FinishGroupsTests {
         }
     }
 
+    /// Serves `count` files; all but the first are paced (about 0.1 s each), so the first finishes
+    /// alone and its group is the one held while the others arrive, however loaded the machine.
+    func serve(_ f: ManagerFixture, prefix: String, seedBase: Int) -> [[UInt8]] {
+        (0..<Self.count).map { index in
+            let path = "/\(prefix)\(index).bin"
+            let body = f.serve(path, size: 20_000 + index, seed: UInt64(index + seedBase))
+            if index > 0 { f.server.setDefault(path, .throttle(bytesPerSecond: 200_000)) }
+            return body
+        }
+    }
+
     func start(_ f: ManagerFixture, store: ObservedStore, gate: Gate) throws -> (DownloadManager, ManagerEventLog, Task<Void, Never>) {
         var configuration = f.configuration
         configuration.queue.maxConcurrentDownloads = Self.count
@@ -63,7 +74,7 @@ struct FinishGroupsTests {
     @Test func downloadsThatFinishWhileAGroupIsFinishedAreRecordedTogetherThenRenamed() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let bodies = (0..<Self.count).map { f.serve("/g\($0).bin", size: 20_000 + $0, seed: UInt64($0 + 1)) }
+        let bodies = serve(f, prefix: "g", seedBase: 1)
         let gate = Gate()
         let store = ObservedStore(onGroup: { gate.observe($0) })
         let (manager, events, runner) = try start(f, store: store, gate: gate)
@@ -89,7 +100,7 @@ struct FinishGroupsTests {
     @Test func aDownloadWhoseRecordIsGoneFailsAloneAndKeepsItsBytes() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let bodies = (0..<Self.count).map { f.serve("/h\($0).bin", size: 20_000 + $0, seed: UInt64($0 + 11)) }
+        let bodies = serve(f, prefix: "h", seedBase: 11)
         let inner = InMemoryDownloadStore()
         let removed = NIOLockedValueBox<DownloadRecord?>(nil)
         let gate = Gate { firstGroup in

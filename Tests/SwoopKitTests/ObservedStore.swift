@@ -37,11 +37,7 @@ final class ObservedStore: DownloadStore {
         onGroup(records)
         return records.map { record in
             Result {
-                if claiming.contains(record.id), let fileName = record.fileName,
-                    let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id
-                {
-                    throw SwoopError.nameTaken(record, by: owner)
-                }
+                if claiming.contains(record.id), let owner = try holder(of: record) { throw SwoopError.nameTaken(record, by: owner) }
                 try update(record, durable: durable)
             }.mapError { $0 as? SwoopError ?? SwoopError(.store, "\($0)") }
         }

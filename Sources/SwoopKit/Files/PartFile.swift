@@ -78,6 +78,12 @@ final class PartFile: Sendable {
     private static let getAttribute = CFunctions.lookUp(
         "fgetxattr", as: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer, Int) -> Int).self
     )
+    private static let removeAttribute = CFunctions.lookUp(
+        "fremovexattr", as: (@convention(c) (Int32, UnsafePointer<CChar>) -> Int32).self
+    )
+    private static let removePathAttribute = CFunctions.lookUp(
+        "removexattr", as: (@convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Int32).self
+    )
 
     /// Names `download` in the file (``claimAttribute``). Returns `false` where the file system
     /// keeps no user attributes: the caller then claims the file in the store at once.
@@ -86,14 +92,6 @@ final class PartFile: Sendable {
         var value = Array(download.utf8)
         return set(fd, Self.claimAttribute, &value, value.count, 0) == 0
     }
-
-    private static let removeAttribute = CFunctions.lookUp(
-        "fremovexattr", as: (@convention(c) (Int32, UnsafePointer<CChar>) -> Int32).self
-    )
-
-    private static let removePathAttribute = CFunctions.lookUp(
-        "removexattr", as: (@convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Int32).self
-    )
 
     /// Takes the tag (``tag(_:)``) off again: the final file carries nothing of Swoop's.
     func untag() {

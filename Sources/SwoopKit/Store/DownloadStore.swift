@@ -99,22 +99,23 @@ extension DownloadStore {
     }
 
     public func claim(_ record: DownloadRecord) throws -> DownloadRecord? {
-        if let fileName = record.fileName, let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id {
-            return owner
-        }
+        if let owner = try holder(of: record) { return owner }
         try update(record, durable: false)
         return nil
+    }
+
+    /// Another unfinished download (not completed or removed) that names `record`'s file, if any:
+    /// what refuses a claim.
+    public func holder(of record: DownloadRecord) throws -> DownloadRecord? {
+        guard let fileName = record.fileName else { return nil }
+        return try unfinished(directory: record.directory, fileName: fileName).flatMap { $0.id == record.id ? nil : $0 }
     }
 
     public func update(contentsOf records: [DownloadRecord], claiming: Set<Download.ID>, durable: Bool) -> [Result<Void, SwoopError>] {
         records.map { record in
             Result {
                 try withStoreErrors {
-                    if claiming.contains(record.id), let fileName = record.fileName,
-                        let owner = try unfinished(directory: record.directory, fileName: fileName), owner.id != record.id
-                    {
-                        throw SwoopError.nameTaken(record, by: owner)
-                    }
+                    if claiming.contains(record.id), let owner = try holder(of: record) { throw SwoopError.nameTaken(record, by: owner) }
                     try update(record, durable: durable)
                 }
             }.mapError(SwoopError.wrapping)

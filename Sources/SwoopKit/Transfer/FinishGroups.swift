@@ -100,9 +100,6 @@ final class FinishGroups: Sendable {
                 do {
                     try outcome.get()
                     transfer.claimPending = false
-                    // The claim is stored: the tag (if any) is no longer needed. Taken off before the
-                    // rename, so the final file carries nothing of Swoop's.
-                    transfer.part?.untag()
                     return try transfer.publishCompleted()
                 } catch {
                     // Not recorded or not published, so not complete: the record goes back to what

@@ -68,11 +68,14 @@ extension Transfer {
         try markCompleted(size: stat.size, modified: stat.modified)
     }
 
-    /// A finish's last step, once the store holds the record completed: the rename.
+    /// A finish's last step, once the store holds the record completed (and so its claim): the
+    /// tag taken off (``PartFile/tag(_:)``, if any), so the final file carries nothing of Swoop's,
+    /// then the rename.
     func publishCompleted() throws -> Download {
         guard let partPath = record.partPath, let finalPath = record.destinationPath else {
             throw SwoopError(.fileSystem, "no part file for \(record.url)")
         }
+        part?.untag()
         try FileSystem.publish(partPath, as: finalPath, replace: options.collisionPolicy == .overwrite)
         let directory = (finalPath as NSString).deletingLastPathComponent
         if store.isDurable {
