@@ -3,7 +3,7 @@
 
 Run by scripts/bench (BENCH_SUITES="many"), or directly:
 
-    python3 scripts/bench-many.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--count 2000] [--size 65536] [--work DIR]
+    python3 scripts/bench-many.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--count 2000] [--size 65536] [--work DIR] [--baseline OTHER_SWOOP]
 
 A private nginx on 127.0.0.1 serves COUNT files of SIZE bytes. Each tool fetches them all with 16
 at once: `swoop get -i LIST -j 16`, `aria2c -i LIST -j 16`, `curl --parallel --parallel-max 16`,
@@ -12,7 +12,8 @@ and `curl+sync`: the same curl followed by `sync -f` of the directory, the durab
 all: the files are the same bytes). Each tool runs RUNS times (3), the rounds in rotated order,
 each run into a fresh directory under --work (a tmpfs measures the engine, a disk the flushes).
 Prints the median run's wall time, files per second, CPU seconds and peak RSS, and Swoop's
-same-run ratios to curl and curl+sync (median over runs), as a Markdown table.
+same-run ratios to each other tool (median over runs), as a Markdown table. --baseline runs a
+second swoop binary as the tool swoop-base, in the same rotation: an A/B of two builds.
 """
 
 import argparse
@@ -51,9 +52,12 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS))
+    parser.add_argument("--baseline", help="another swoop binary, run as the tool swoop-base beside swoop (an A/B)")
     args = parser.parse_args()
-    benchlib.cache_binaries(args.swoop, "curl", "aria2c")
+    benchlib.cache_binaries(args.swoop, "curl", "aria2c", *([args.baseline] if args.baseline else []))
     tools = args.tools.split(",")
+    if args.baseline:
+        tools.insert(tools.index("swoop") + 1 if "swoop" in tools else 0, "swoop-base")
     work = args.work or tempfile.mkdtemp(prefix="swoop-bench-many.")
     www = os.path.join(work, "www")
     os.makedirs(www, exist_ok=True)
@@ -81,7 +85,7 @@ def main():
         for run in range(args.runs):
             for tool in tools:
                 shutil.rmtree(os.path.join(work, f"out-{tool}-{run}"), ignore_errors=True)
-            shutil.rmtree(os.path.join(work, f"state-{run}"), ignore_errors=True)
+                shutil.rmtree(os.path.join(work, f"state-{tool}-{run}"), ignore_errors=True)
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     # The median run of each tool by wall time.
@@ -110,9 +114,9 @@ def run_tool(tool, args, work, run, listing, urls, names, digest):
     out = os.path.join(work, f"out-{tool}-{run}")
     os.makedirs(out)
     # Beside the downloads, not inside them, as the default (~/.local/state/swoop) is.
-    state = os.path.join(work, f"state-{run}")
-    if tool == "swoop":
-        cmd = [args.swoop, "get", "-q", "-i", listing, "-j", "16", "--state-dir", state, "-d", out]
+    state = os.path.join(work, f"state-{tool}-{run}")
+    if tool in ("swoop", "swoop-base"):
+        cmd = [args.swoop if tool == "swoop" else args.baseline, "get", "-q", "-i", listing, "-j", "16", "--state-dir", state, "-d", out]
     elif tool == "aria2c":
         cmd = ["aria2c", "-q", "-i", listing, "-j", "16", "--file-allocation=none", "-d", out]
     else:
