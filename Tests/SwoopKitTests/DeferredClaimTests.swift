@@ -64,52 +64,114 @@ struct DeferredClaimTests {
         #expect(sha256(file: f.path("t.bin")) == sha256(body))
         #expect(f.files() == ["t.bin"])
 
+        // Another download killed before its claim, whose record is still there: it may come back
+        // for its file, which stays.
         let other = f.serve("/u.bin", size: 200_000, seed: 2)
-        try Self.leaveTaggedPartFile(f.path("u.bin.swoop"), bytes: 1000, tag: Download.ID.make().rawValue)
+        var killed = DownloadRecord(url: f.server.url("/elsewhere/u.bin"), directory: f.directory, requestedName: "", bootID: "b")
+        killed.state = .active
+        try store.save(killed)
+        try Self.leaveTaggedPartFile(f.path("u.bin.swoop"), bytes: 1000, tag: killed.id.rawValue)
         let (second, _) = await f.download(try f.request("/u.bin"), store: store)
         #expect(try second.get().download.destination == f.path("u.1.bin"))
         #expect(sha256(file: f.path("u.1.bin")) == sha256(other))
         #expect(fileSize(f.path("u.bin.swoop")) == 1000)
+
+        // Litter: tagged for a download that is gone (removed since). Taken, emptied, untagged.
+        let third = f.serve("/v.bin", size: 200_000, seed: 3)
+        try Self.leaveTaggedPartFile(f.path("v.bin.swoop"), bytes: 1000, tag: Download.ID.make().rawValue)
+        let (taken, _) = await f.download(try f.request("/v.bin"), store: store)
+        #expect(try taken.get().download.destination == f.path("v.bin"))
+        #expect(sha256(file: f.path("v.bin")) == sha256(third))
+        #expect(!FileSystem.exists(f.path("v.bin.swoop")))
     }
 
-    /// Another URL's paused download holds the name the server gives, with no part file: the
-    /// waiting claim is refused in the finishing group, the bytes are dropped, and the download is
-    /// fetched again under the next name; the other download's record is as it was.
-    @Test func aClaimRefusedAtTheFinishTakesTheNextName() async throws {
+    /// A split download whose part file went missing finds another download's unclaimed bytes
+    /// under its name, and its store fails as it starts over: the tag stays on those bytes (it is
+    /// what says none of them is this download's), so the next run does not trust its segments
+    /// either. Taking the tag off first left the bytes untagged beside the segments that vouched
+    /// for them: a splice.
+    @Test func anothersBytesKeepTheirTagUntilTheyAreCut() async throws {
         let f = try await Fixture.make()
         defer { f.stop() }
-        let body = f.serve("/get", size: 5000) { $0.contentDisposition = "attachment; filename=\"r.bin\"" }
-        let (store, other) = try ClaimTests.storeWithPausedDownload(of: "r.bin", in: f)
-        let (result, events) = await f.download(try f.request("/get?id=9"), store: store)
-        #expect(try result.get().download.destination == f.path("r.1.bin"))
-        #expect(sha256(file: f.path("r.1.bin")) == sha256(body))
-        #expect(f.files() == ["r.1.bin"])
-        #expect(f.server.requests(to: "/get").count == 2)
-        let notices = events.compactMap { event -> String? in
-            if case .notice(_, let text) = event { return text }
-            return nil
-        }
-        #expect(notices.contains { $0.hasPrefix("\(f.path("r.bin.swoop")) is in use by the download of \(other.url); choosing another name") })
-        #expect(try store.record(id: other.id)?.fileName == "r.bin")
-        #expect(try store.record(id: other.id)?.state == .paused)
+        let body = f.serve("/s.bin", size: 400_000)
+        let inner = try f.interrupted("/s.bin", total: body.count, committed: 0, synced: 0, partFile: [])
+        let id = try #require(try inner.all().first?.id)
+        var record = try #require(try inner.record(id: id))
+        record.segments = [Segment(start: 0, end: 200_000, written: 150_000, synced: 150_000), Segment(start: 200_000, end: 400_000, written: 100_000, synced: 100_000)]
+        record.committedBytes = 250_000
+        record.syncedBytes = 250_000
+        try inner.save(record)
+        let stranger = Download.ID.make().rawValue
+        try Self.leaveTaggedPartFile(f.path("s.bin.swoop"), bytes: 400_000, tag: stranger)
+        let broken = ObservedStore(inner: inner, failing: { _, durable in durable ? SwoopError(.store, "disk full") : nil })
+        let (failed, _) = await f.download(try f.request("/s.bin"), store: broken)
+        #expect((try? failed.get()) == nil)
+        let left = try #require(try PartFile.open(f.path("s.bin.swoop"), exclusive: false))
+        #expect(left.taggedDownload == stranger)
+        left.unlock()
+
+        let (result, _) = await f.download(try f.request("/s.bin"), store: inner)
+        #expect(try result.get().download.destination == f.path("s.bin"))
+        #expect(sha256(file: f.path("s.bin")) == sha256(body))
+        #expect(f.files() == ["s.bin"])
     }
 
-    /// A download whose part file went missing names `y.bin`; another URL's small file took the
-    /// free name and was killed before its claim, leaving its bytes tagged with its id. The first
-    /// download never continues those bytes (their length says nothing): it fetches from zero.
-    @Test func bytesTaggedForAnotherDownloadAreNeverContinued() async throws {
+    /// A small file's claim made by its first checkpoint (a slow server) takes the tag off once it
+    /// is durable: from then on the store names the file, as for any download, and the tag says
+    /// nothing more (the completed record is written with the file untagged).
+    @Test func aClaimMadeAtACheckpointTakesTheTagOff() async throws {
         let f = try await Fixture.make()
         defer { f.stop() }
-        let body = f.serve("/y.bin", size: 400_000)
-        let store = try f.interrupted("/y.bin", total: body.count, committed: 0, synced: 0, partFile: [])
-        try Self.leaveTaggedPartFile(f.path("y.bin.swoop"), bytes: 150_000, tag: Download.ID.make().rawValue)
-        let (result, _) = await f.download(try f.request("/y.bin"), store: store)
-        #expect(try result.get().download.destination == f.path("y.bin"))
-        #expect(sha256(file: f.path("y.bin")) == sha256(body))
-        #expect(f.files() == ["y.bin"])
-        #expect(f.server.requests(to: "/y.bin").allSatisfy { ($0.header("Range") ?? "bytes=0-").hasPrefix("bytes=0-") })
-        let final = try #require(try PartFile.open(f.path("y.bin"), exclusive: false))
-        #expect(final.taggedDownload == nil)
+        let body = f.serve("/c.bin", size: 300_000)
+        f.server.enqueue("/c.bin", .stallAfter(bytes: 100_000))
+        var configuration = f.configuration
+        configuration.durability.checkpointInterval = .zero
+        configuration.timeouts.idle = .milliseconds(500)
+        // Each write naming the file: its state, durability, and whether the part file was tagged.
+        let writes = NIOLockedValueBox<[(Download.State, Bool, Bool)]>([])
+        let store = ObservedStore(onUpdate: { record, durable in
+            guard let part = record.partPath else { return }
+            writes.withLockedValue { $0.append((record.state, durable, Self.isTagged(part))) }
+        })
+        let (result, _) = await f.download(try f.request("/c.bin"), store: store, configuration: configuration)
+        #expect(sha256(file: try result.get().download.destination ?? "") == sha256(body))
+        #expect(f.server.requests(to: "/c.bin").count == 2)
+        #expect(f.server.requests(to: "/c.bin").last?.header("Range")?.hasPrefix("bytes=") == true)
+        let seen = writes.withLockedValue { $0 }
+        // The claim (tagged as it is written), then, once durable, no tag.
+        #expect(seen.first.map { $0.0 == .active && $0.2 } == true, "\(seen)")
+        #expect(seen.last.map { $0.0 == .completed && !$0.2 } == true, "\(seen)")
+    }
+
+    /// Cancelling or removing a download deletes its part file by path: never one a live process
+    /// holds, nor one tagged for another download (whose waiting claim took the name while this
+    /// download's own file was gone).
+    @Test func aCancelDeletesOnlyItsOwnPartFile() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let mine = Download.ID.make().rawValue
+        try Self.leaveTaggedPartFile(f.path("a.swoop"), bytes: 10, tag: Download.ID.make().rawValue)
+        PartFile.remove(f.path("a.swoop"), of: mine)
+        #expect(fileSize(f.path("a.swoop")) == 10)
+        try Self.leaveTaggedPartFile(f.path("b.swoop"), bytes: 10, tag: mine)
+        PartFile.remove(f.path("b.swoop"), of: mine)
+        #expect(!FileSystem.exists(f.path("b.swoop")))
+        FileManager.default.createFile(atPath: f.path("c.swoop"), contents: Data(count: 10))
+        let held = try #require(try PartFile.open(f.path("c.swoop"), exclusive: false))
+        PartFile.remove(f.path("c.swoop"), of: mine)
+        #expect(fileSize(f.path("c.swoop")) == 10)
+        held.unlock()
+        PartFile.remove(f.path("c.swoop"), of: mine)
+        #expect(!FileSystem.exists(f.path("c.swoop")))
+    }
+
+    private static let getPathAttribute = CFunctions.lookUp(
+        "getxattr", as: (@convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int).self
+    )
+
+    /// Whether the file at `path` carries the claim tag.
+    static func isTagged(_ path: String) -> Bool {
+        (getPathAttribute?(path, PartFile.claimAttribute, nil, 0) ?? -1) > 0
     }
 
     static func leaveTaggedPartFile(_ path: String, bytes: Int, tag: String) throws {

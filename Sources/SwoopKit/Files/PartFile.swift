@@ -105,10 +105,27 @@ final class PartFile: Sendable {
 
     /// The download the file names (``tag(_:)``), if any.
     var taggedDownload: String? {
-        guard let get = Self.getAttribute else { return nil }
+        Self.taggedDownload(fd)
+    }
+
+    private static func taggedDownload(_ fd: Int32) -> String? {
+        guard let get = getAttribute else { return nil }
         var value = [UInt8](repeating: 0, count: 128)
-        let count = get(fd, Self.claimAttribute, &value, value.count)
+        let count = get(fd, claimAttribute, &value, value.count)
         return count > 0 ? String(decoding: value.prefix(count), as: UTF8.self) : nil
+    }
+
+    /// Deletes the part file at `path` of `download` (a cancel, a removal), unless a live process
+    /// holds it (locked) or it is tagged for another download: then the name is another's now, a
+    /// small file whose claim waits (see `Transfer.claimFile`), made while `download`'s own file was gone.
+    static func remove(_ path: String, of download: String) {
+        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { _ = Glibc.close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return }
+        defer { _ = flock(fd, LOCK_UN) }
+        if let tag = taggedDownload(fd), tag != download { return }
+        unlink(path)
     }
 
     /// The file's current size.

@@ -166,7 +166,7 @@ extension DownloadManager {
     /// Marks a download removed (`cancel`): its part file is deleted, its record kept as `removed`.
     func markCancelled(_ record: inout DownloadRecord) throws {
         if record.state != .completed, !configuration.cancelKeepsPartFile, let part = record.partPath {
-            unlink(part)
+            PartFile.remove(part, of: record.id.rawValue)
         }
         record.state = try DownloadStateMachine.next(after: record.state, on: .remove).get()
         record.bytesPerSecond = 0
@@ -180,7 +180,7 @@ extension DownloadManager {
     /// Deletes a download's record and, when asked, its part file and unchanged final file.
     func delete(_ record: DownloadRecord, deletingFile: Bool) throws {
         if deletingFile {
-            if let part = record.partPath { unlink(part) }
+            if let part = record.partPath { PartFile.remove(part, of: record.id.rawValue) }
             if record.state == .completed, let path = record.destinationPath {
                 if record.isCompletedFile(at: path) {
                     unlink(path)

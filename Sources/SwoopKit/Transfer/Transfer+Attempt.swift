@@ -62,7 +62,14 @@ extension Transfer {
                     }
                     throw await stop(final, on: .fail)
                 }
-                _ = try? await onDisk { try $0.saveProgress(error: swoopError) }
+                do {
+                    try await onDisk { try $0.saveProgress(error: swoopError) }
+                } catch let refused as SwoopError where refused.code == .destinationExists && refused.isRetryable {
+                    // The waiting claim this save made was refused: the next attempt takes another name.
+                    emit(.notice(snapshot(), refused.message))
+                } catch {
+                    // Progress not saved: the retry goes on, the next save records it.
+                }
                 retrying = Download.Retry(attempt: attempt, maxRetries: most, reason: Self.shortReason(swoopError.message, url: url.absoluteString))
                 emit(.notice(snapshot(), "\(swoopError.message); retrying in \(ByteFormatting.delay(delay.seconds)) (\(attempt)/\(most))"))
                 do {

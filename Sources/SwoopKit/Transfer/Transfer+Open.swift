@@ -82,8 +82,10 @@ extension Transfer {
             return try reopenSegments(segments, partPath: partPath)
         }
         guard let file = try PartFile.open(partPath, exclusive: false) else { return }
-        let trusted = Self.isOthers(file, id: record.id) ? 0 : record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
+        let others = Self.isOthers(file, id: record.id)
+        let trusted = others ? 0 : record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
         try file.truncate(to: trusted)
+        try Self.clearTag(of: file, emptied: others)
         file.assumeSynced(record.bootID == bootID ? min(record.syncedBytes, trusted) : trusted)
         part = file
         offset = trusted
@@ -106,8 +108,10 @@ extension Transfer {
         if Self.isOthers(file, id: record.id) {
             // Another download's unclaimed bytes where this one's file was: none of them is ours.
             part = file
-            return try resetToZero()
+            try resetToZero()
+            return try Self.clearTag(of: file, emptied: true)
         }
+        try Self.clearTag(of: file, emptied: false)
         let trusted = plan.trusted(sameBoot: record.bootID == bootID)
         part = file
         record.segments = trusted.segments
@@ -151,7 +155,8 @@ extension Transfer {
             // own download never finds it locked by this one (a rare path; a new file is not asked).
             let leftover = created == nil ? try storeCall { try store.unfinished(directory: record.directory, fileName: name) } : nil
             let holder = leftover.flatMap { $0.id == record.id ? nil : $0 }
-            guard let file = created ?? (holder == nil ? Self.adoptLeftover(partPath, for: record.id) : nil) else {
+            let adopted = created == nil && holder == nil ? try adoptLeftover(partPath, name: name) : nil
+            guard let file = created ?? adopted else {
                 if options.collisionPolicy == .rename { continue }
                 let owner = holder.map { " by the download of \($0.url)" } ?? ""
                 throw SwoopError(.destinationExists, "\(finalPath) is in use\(owner) (\(partPath) exists); choose another name")
@@ -195,25 +200,51 @@ extension Transfer {
         record.fileName = nil
     }
 
-    /// A part file that exists unlocked and claimed by no record, and is empty or tagged with this
-    /// download's id, is what a process killed before recording its name leaves (bytes are written
-    /// before the name is recorded only into a tagged file, see `claimFile`): taking it loses
-    /// nothing, as no record vouches for its bytes (a tagged one is emptied). One with bytes and no
-    /// tag of this download's, or locked by a live process, is left alone.
-    static func adoptLeftover(_ path: String, for id: Download.ID) -> PartFile? {
+    /// A part file that exists unlocked and claimed by no record (`name`'s), and is empty or tagged
+    /// (``PartFile/tag(_:)``), is what a process killed before recording its name leaves (bytes are
+    /// written before the name is recorded only into a tagged file, see `claimFile`): taking it
+    /// loses nothing, as no record vouches for its bytes (a tagged one is emptied, and that flushed,
+    /// before its tag comes off). A file tagged for another download is taken only when that
+    /// download is gone or done under another name (removed, or finished elsewhere): one that may
+    /// come back for it keeps it. One with bytes and no tag, or locked by a live process, is left alone.
+    func adoptLeftover(_ path: String, name: String) throws -> PartFile? {
         guard let file = try? PartFile.open(path, exclusive: false), let size = try? file.size() else { return nil }
-        guard size == 0 || (file.taggedDownload == id.rawValue && (try? file.truncate(to: 0)) != nil) else { return nil }
-        file.untag()
+        if size > 0 {
+            guard let tag = file.taggedDownload, try tag == record.id.rawValue || Self.isAbandoned(by: storeCall { try store.record(id: .init(tag)) }, name: name),
+                (try? file.truncate(to: 0)) != nil
+            else {
+                file.unlock()
+                return nil
+            }
+        }
+        try Self.clearTag(of: file, emptied: size > 0)
         return file
+    }
+
+    /// Whether a part file named `name` and tagged for the download whose record is `owner` (none
+    /// when it is gone) is litter: that download is gone, removed, or finished under another name.
+    static func isAbandoned(by owner: DownloadRecord?, name: String) -> Bool {
+        guard let owner else { return true }
+        return owner.fileName != name && (owner.state == .removed || owner.state == .completed)
     }
 
     /// Whether `file` is tagged for another download (``PartFile/tag(_:)``): a fresh small file
     /// that took this name while this download's part file was gone, and was killed before its
-    /// claim. Its bytes are never this download's, whatever the length says; the tag goes with them.
+    /// claim. Its bytes are never this download's, whatever the length says. The tag stays until
+    /// they are cut (``clearTag(of:emptied:)``).
     static func isOthers(_ file: PartFile, id: Download.ID) -> Bool {
         guard let tag = file.taggedDownload else { return false }
-        file.untag()
         return tag != id.rawValue
+    }
+
+    /// Takes the tag off a part file this download now owns. Off a file `emptied` of another
+    /// download's bytes only once that cut is on disk: until then the tag is what says none of the
+    /// bytes is this download's, and a crash between the two must not leave them untagged beside a
+    /// record that vouches for them.
+    static func clearTag(of file: PartFile, emptied: Bool) throws {
+        guard file.taggedDownload != nil else { return }
+        if emptied { try file.flush() }
+        file.untag()
     }
 
     /// The largest download whose claim waits (``claimPending``): at most this much is fetched again
@@ -234,7 +265,10 @@ extension Transfer {
         claimPending = false
         context.activeMarks.remove(record.id)
         // The claim is written without a flush.
-        if durable { try storeCall { try store.update(record, durable: true) } }
+        guard durable else { return }
+        try storeCall { try store.update(record, durable: true) }
+        // The store names the file now, for good: the tag has said all it had to.
+        part?.untag()
     }
 
     /// A pending claim the store refused (`refusal`): the part file (made by this transfer) is
