@@ -116,17 +116,16 @@ struct DeferredClaimTests {
         #expect(f.files() == ["s.bin"])
     }
 
-    /// A small file's claim made by its first checkpoint (a slow server) takes the tag off once it
+    /// A small file's claim made by its first checkpoint (due at once here) takes the tag off once it
     /// is durable: from then on the store names the file, as for any download, and the tag says
     /// nothing more (the completed record is written with the file untagged).
     @Test func aClaimMadeAtACheckpointTakesTheTagOff() async throws {
         let f = try await Fixture.make()
         defer { f.stop() }
         let body = f.serve("/c.bin", size: 300_000)
-        f.server.enqueue("/c.bin", .stallAfter(bytes: 100_000))
+        f.server.enqueue("/c.bin", .cutAfter(bytes: 100_000))
         var configuration = f.configuration
         configuration.durability.checkpointInterval = .zero
-        configuration.timeouts.idle = .milliseconds(500)
         // Each write naming the file: its state, durability, and whether the part file was tagged.
         let writes = NIOLockedValueBox<[(Download.State, Bool, Bool)]>([])
         let store = ObservedStore(onUpdate: { record, durable in
