@@ -175,6 +175,37 @@ struct DownloadStoreContractTests {
         #expect(store.update(contentsOf: [], durable: durable).isEmpty)
     }
 
+    /// A group's waiting claims (`claiming`): a record whose file another unfinished record names
+    /// fails alone with `destinationExists`, naming the holder, and is not written; the others are,
+    /// in the same call. One record alone is written by the same rule.
+    @Test(arguments: Kind.allCases, [false, true])
+    func aGroupsRefusedClaimFailsAlone(kind: Kind, durable: Bool) throws {
+        let store = try makeStore(kind)
+        var holder = record("holder.bin", state: .paused)
+        holder.fileName = "taken.bin"
+        var records = ["free.bin", "taken.bin", "other.bin"].map { record($0, state: .active) }
+        // Fresh downloads whose claims waited: stored with no name yet.
+        try store.save(contentsOf: [holder] + records.map { var unnamed = $0; unnamed.fileName = nil; return unnamed })
+        for index in records.indices {
+            records[index].state = .completed
+            records[index].committedBytes = 1000
+        }
+        let outcomes = store.update(contentsOf: records, claiming: Set(records.map(\.id)), durable: durable)
+        #expect(outcomes.count == 3)
+        #expect((try? outcomes[0].get()) != nil && (try? outcomes[2].get()) != nil)
+        guard case .failure(let error) = outcomes[1] else {
+            Issue.record("a claim of a name another download holds was written")
+            return
+        }
+        #expect(error.code == .destinationExists && error.message.contains(holder.url), "\(error.message)")
+        #expect(try store.record(id: records[1].id)?.fileName == nil)
+        #expect(try store.record(id: records[0].id)?.fileName == "free.bin")
+        #expect(try store.record(id: records[2].id)?.state == .completed)
+        let alone = store.update(contentsOf: [records[1]], claiming: [records[1].id], durable: durable)
+        #expect((try? alone.first?.get()) == nil)
+        #expect(try store.record(id: records[1].id)?.state == .active)
+    }
+
     @Test(arguments: Kind.allCases)
     func markActiveTurnsOnlyAWaitingRecordActive(kind: Kind) throws {
         let store = try makeStore(kind)
