@@ -164,6 +164,31 @@ struct DeferredClaimTests {
         #expect(!FileSystem.exists(f.path("c.swoop")))
     }
 
+    /// A download stopped by a crash before its claim names no file; removing it with its file
+    /// (`swoop rm --delete-file`), or cancelling it, deletes the part file tagged with its id under
+    /// its URL's name or the next ones, and nothing else: not another download's, not untagged bytes.
+    @Test(arguments: [false, true])
+    func removingADownloadNeverNamedDeletesItsTaggedPartFile(cancelling: Bool) async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let store = InMemoryDownloadStore()
+        var record = DownloadRecord(url: f.server.url("/dir/t.bin"), directory: f.directory, requestedName: "", bootID: "b")
+        record.state = .interrupted
+        try store.save(record)
+        try Self.leaveTaggedPartFile(f.path("t.bin.swoop"), bytes: 1000, tag: Download.ID.make().rawValue)
+        try Self.leaveTaggedPartFile(f.path("t.1.bin.swoop"), bytes: 1000, tag: record.id.rawValue)
+        FileManager.default.createFile(atPath: f.path("t.2.bin.swoop"), contents: Data(count: 10))
+        let manager = try DownloadManager(configuration: f.configuration, store: store)
+        if cancelling {
+            try await manager.cancel(record.id)
+            #expect(try store.record(id: record.id)?.state == .removed)
+        } else {
+            try await manager.remove(record.id, deletingFile: true)
+            #expect(try store.record(id: record.id) == nil)
+        }
+        #expect(f.files() == ["t.2.bin.swoop", "t.bin.swoop"])
+    }
+
     private static let getPathAttribute = CFunctions.lookUp(
         "getxattr", as: (@convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int).self
     )

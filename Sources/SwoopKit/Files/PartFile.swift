@@ -118,13 +118,16 @@ final class PartFile: Sendable {
     /// Deletes the part file at `path` of `download` (a cancel, a removal), unless a live process
     /// holds it (locked) or it is tagged for another download: then the name is another's now, a
     /// small file whose claim waits (see `Transfer.claimFile`), made while `download`'s own file was gone.
-    static func remove(_ path: String, of download: String) {
+    ///
+    /// - Parameter tagged: Only a file tagged for `download` (one whose record never named it).
+    static func remove(_ path: String, of download: String, tagged: Bool = false) {
         let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { _ = Glibc.close(fd) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return }
         defer { _ = flock(fd, LOCK_UN) }
-        if let tag = taggedDownload(fd), tag != download { return }
+        let tag = taggedDownload(fd)
+        guard tag.map({ $0 == download }) ?? !tagged else { return }
         unlink(path)
     }
 

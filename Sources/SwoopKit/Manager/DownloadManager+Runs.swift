@@ -165,9 +165,7 @@ extension DownloadManager {
 
     /// Marks a download removed (`cancel`): its part file is deleted, its record kept as `removed`.
     func markCancelled(_ record: inout DownloadRecord) throws {
-        if record.state != .completed, !configuration.cancelKeepsPartFile, let part = record.partPath {
-            PartFile.remove(part, of: record.id.rawValue)
-        }
+        if record.state != .completed, !configuration.cancelKeepsPartFile { Self.deletePartFile(of: record) }
         record.state = try DownloadStateMachine.next(after: record.state, on: .remove).get()
         record.bytesPerSecond = 0
         record.updatedAt = Date()
@@ -180,7 +178,7 @@ extension DownloadManager {
     /// Deletes a download's record and, when asked, its part file and unchanged final file.
     func delete(_ record: DownloadRecord, deletingFile: Bool) throws {
         if deletingFile {
-            if let part = record.partPath { PartFile.remove(part, of: record.id.rawValue) }
+            Self.deletePartFile(of: record)
             if record.state == .completed, let path = record.destinationPath {
                 if record.isCompletedFile(at: path) {
                     unlink(path)
@@ -195,6 +193,23 @@ extension DownloadManager {
         session.stopped += 1
         hub.publish(.removed(snapshot))
         wakeIdleWaiters()
+    }
+
+    /// Deletes a download's part file: the one its record names; for a download never named (a
+    /// small file whose claim waited, stopped by a crash: `Transfer.claimFile`), the one tagged with
+    /// its id under the name asked for or its URL's, or the next few the rename policy would try.
+    /// (A name from the server's `Content-Disposition` is not known here: such a leftover is taken
+    /// by the next download of that name.)
+    static func deletePartFile(of record: DownloadRecord) {
+        if let part = record.partPath { return PartFile.remove(part, of: record.id.rawValue) }
+        guard record.state != .completed else { return }
+        let base = record.requestedName.isEmpty
+            ? URL(string: record.url).map { FileNaming.suggestedName(contentDisposition: nil, url: $0) } : record.requestedName
+        guard let base else { return }
+        for attempt in 0..<8 {
+            let part = (record.directory as NSString).appendingPathComponent(FileNaming.partFileName(for: FileNaming.candidate(base, attempt: attempt)))
+            PartFile.remove(part, of: record.id.rawValue, tagged: true)
+        }
     }
 
     func existingRecord(_ id: Download.ID) throws -> DownloadRecord {
