@@ -144,15 +144,21 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     /// Saves many records in one durable transaction: one fsync for a whole batch.
+    /// Another process that added a download of the same key since the batch was read fails it
+    /// whole (``SwoopError/keyTaken(_:)``): two `swoop get` started at once on one state directory.
     public func save(contentsOf records: [DownloadRecord]) throws {
         guard !records.isEmpty else { return }
-        try write { db in
-            try db.inTransaction {
-                // One prepared statement for the batch.
-                let statement = try db.cachedStatement(sql: Row.upsertSQL)
-                for record in records { try statement.execute(arguments: Row(record).arguments) }
-                return .commit
+        do {
+            try write { db in
+                try db.inTransaction {
+                    // One prepared statement for the batch.
+                    let statement = try db.cachedStatement(sql: Row.upsertSQL)
+                    for record in records { try statement.execute(arguments: Row(record).arguments) }
+                    return .commit
+                }
             }
+        } catch let error as SwoopError where (error.cause as? DatabaseError)?.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw SwoopError.keyTaken(error)
         }
         try makeDurable()
     }

@@ -24,6 +24,27 @@ struct SQLiteDownloadStoreTests {
         return record
     }
 
+    /// Two processes adding the same URL at once: the second batch, read before the first was
+    /// saved, fails whole with a retryable error (read again, reuse the other's record), not a
+    /// plain store failure that ends the command.
+    @Test func aBatchWhoseKeyAnotherProcessAddedMeanwhileFailsRetryably() throws {
+        let first = try SQLiteDownloadStore(directory: directory)
+        let second = try SQLiteDownloadStore(directory: directory)
+        let mine = record("http://127.0.0.1/same.bin")
+        let theirs = record("http://127.0.0.1/same.bin")
+        #expect(try second.find([mine.key]).isEmpty)
+        try first.save(contentsOf: [theirs])
+        do {
+            try second.save(contentsOf: [record("http://127.0.0.1/other.bin"), mine])
+            Issue.record("a second record of one key was saved")
+        } catch let error as SwoopError {
+            #expect(error.code == .store && error.isRetryable, "\(error)")
+            #expect(error.message.hasPrefix("another swoop process added some of these downloads meanwhile"), "\(error.message)")
+        }
+        #expect(try second.find([mine.key]).map(\.id) == [theirs.id])
+        #expect(try second.all().count == 1)
+    }
+
     @Test func recordsSurviveReopeningTheDatabase() throws {
         let original = record()
         do {

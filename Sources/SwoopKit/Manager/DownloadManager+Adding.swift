@@ -24,6 +24,20 @@ extension DownloadManager {
                 throw SwoopError(error.code, "\(request.url.absoluteString): \(error.message)")
             }
         }
+        // Another process that adds some of the same downloads between the batch's read and its
+        // save fails the save whole (`SwoopError.keyTaken`): read again, and reuse its records.
+        for _ in 0..<3 {
+            do {
+                return try addOnce(requests)
+            } catch let error as SwoopError where error.code == .store && error.isRetryable {
+                continue
+            }
+        }
+        return try addOnce(requests)
+    }
+
+    /// One read of what the store knows of `requests`, then one save (see ``add(contentsOf:)``).
+    private func addOnce(_ requests: [DownloadRequest]) throws -> [Download.ID] {
         var position = try nextQueuePosition()
         // Ids and queue entries, not whole records: a list of thousands of URLs keeps one copy of each.
         var byKey: [DownloadKey: Download.ID] = [:]

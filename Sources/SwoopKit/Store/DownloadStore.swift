@@ -42,6 +42,10 @@ public protocol DownloadStore: Sendable {
     /// are left out.
     func find(_ keys: [DownloadKey]) throws -> [DownloadRecord]
     /// Inserts or replaces many records in one transaction (queueing thousands of URLs).
+    ///
+    /// - Throws: A retryable ``SwoopError/Code/store`` error, with nothing saved, when another
+    ///   process added a record of the same key meanwhile (``SwoopError/keyTaken(_:)``): the caller
+    ///   reads again and reuses it.
     func save(contentsOf records: [DownloadRecord]) throws
     /// Records progress: the hot path.
     func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws
@@ -173,6 +177,12 @@ extension DownloadStore {
 }
 
 extension SwoopError {
+    /// A batch of new records refused: another process added a download of the same key (URL,
+    /// directory, requested name) since the batch was read. Retryable: read again, reuse it.
+    public static func keyTaken(_ cause: SwoopError) -> SwoopError {
+        SwoopError(.store, "another swoop process added some of these downloads meanwhile: \(cause.message)", cause: cause, isRetryable: true)
+    }
+
     /// A claim refused: `owner`, another unfinished download, names `record`'s file.
     public static func nameTaken(_ record: DownloadRecord, by owner: DownloadRecord) -> SwoopError {
         SwoopError(.destinationExists, "\(record.partPath ?? record.directory) is in use by the download of \(owner.url)")
