@@ -42,11 +42,32 @@ public final class SQLiteDownloadStore: DownloadStore {
             Glibc.close(fd)
         }
         do {
+            // Processes that open a new database at once would each switch it to WAL (one then
+            // finds it locked) and each make its tables (one then finds them made): one at a time.
+            let opening = try Self.lockOpening(path)
+            defer { Glibc.close(opening) }
             database = try DatabaseQueue(path: path, configuration: configuration)
             try Self.migrator.migrate(database)
         } catch {
             throw SwoopError(.store, "cannot open the state database \(path): \(error)", cause: error)
         }
+    }
+
+    /// Takes the lock that makes opening and migrating the database at `path` one process at a
+    /// time (`flock` of `PATH.lock`, waited for: the others' turns take milliseconds). Returns the
+    /// descriptor whose closing lets it go.
+    private static func lockOpening(_ path: String) throws -> Int32 {
+        let lockPath = path + ".lock"
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SwoopError.fileSystem("create", path: lockPath, errno: errno) }
+        while flock(fd, LOCK_EX) != 0 {
+            let code = errno
+            guard code == EINTR else {
+                Glibc.close(fd)
+                throw SwoopError.fileSystem("lock", path: lockPath, errno: code)
+            }
+        }
+        return fd
     }
 
     /// Opens `swoop.sqlite` in `directory`, creating the directory.

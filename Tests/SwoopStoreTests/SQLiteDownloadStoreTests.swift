@@ -3,6 +3,7 @@ import SwoopKit
 import Testing
 
 import GRDB
+import Synchronization
 
 @testable import SwoopStore
 
@@ -22,6 +23,24 @@ struct SQLiteDownloadStoreTests {
         record.etag = "\"v1\""
         record.lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"
         return record
+    }
+
+    /// Two processes opening a new state database at once (two `swoop get` started together on a
+    /// fresh state directory): both open it. Each used to switch it to WAL ("database is locked")
+    /// and make its tables ("table download already exists"), and one of them failed.
+    @Test func twoOpeningANewDatabaseAtOnceBothOpenIt() throws {
+        for round in 0..<20 {
+            let directory = self.directory + "/\(round)"
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                do {
+                    _ = try SQLiteDownloadStore(directory: directory)
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 } == [], "round \(round)")
+        }
     }
 
     /// Two processes adding the same URL at once: the second batch, read before the first was

@@ -83,7 +83,7 @@ public struct SwoopError: Error, Sendable, CustomStringConvertible {
 }
 
 extension SwoopError {
-    static func fileSystem(_ action: String, path: String, errno code: Int32) -> SwoopError {
+    package static func fileSystem(_ action: String, path: String, errno code: Int32) -> SwoopError {
         let reason = String(cString: strerror(code))
         if code == ENOSPC || code == EDQUOT {
             return SwoopError(.diskFull, "cannot \(action) \(path): \(reason)")
