@@ -5,26 +5,30 @@ import NIOConcurrencyHelpers
 
 /// An in-memory store that tells a test about every `update` (with its durability), every group
 /// of updates (before its records' own `update`s) and every `markActive`, before carrying them out;
-/// an `update` that `failing` names an error for throws it instead.
+/// an `update` that `failing` names an error for throws it instead, and a batch saved is shown to
+/// `savingBatch` first (which may throw instead).
 final class ObservedStore: DownloadStore {
     private let inner: InMemoryDownloadStore
     private let onUpdate: @Sendable (DownloadRecord, _ durable: Bool) -> Void
     private let onGroup: @Sendable ([DownloadRecord]) -> Void
     private let onMarkActive: @Sendable (Download.ID) -> Void
     private let failing: @Sendable (DownloadRecord, _ durable: Bool) -> SwoopError?
+    private let savingBatch: @Sendable ([DownloadRecord]) throws -> Void
 
     init(
         inner: InMemoryDownloadStore = InMemoryDownloadStore(),
         onUpdate: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> Void = { _, _ in },
         onGroup: @escaping @Sendable ([DownloadRecord]) -> Void = { _ in },
         onMarkActive: @escaping @Sendable (Download.ID) -> Void = { _ in },
-        failing: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> SwoopError? = { _, _ in nil }
+        failing: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> SwoopError? = { _, _ in nil },
+        savingBatch: @escaping @Sendable ([DownloadRecord]) throws -> Void = { _ in }
     ) {
         self.inner = inner
         self.onUpdate = onUpdate
         self.onGroup = onGroup
         self.onMarkActive = onMarkActive
         self.failing = failing
+        self.savingBatch = savingBatch
     }
 
     func update(_ record: DownloadRecord, durable: Bool) throws {
@@ -53,7 +57,10 @@ final class ObservedStore: DownloadStore {
     }
 
     func save(_ record: DownloadRecord) throws { try inner.save(record) }
-    func save(contentsOf records: [DownloadRecord]) throws { try inner.save(contentsOf: records) }
+    func save(contentsOf records: [DownloadRecord]) throws {
+        try savingBatch(records)
+        try inner.save(contentsOf: records)
+    }
     func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
         try inner.find(url: url, directory: directory, requestedName: requestedName)
     }
