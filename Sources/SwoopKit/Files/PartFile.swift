@@ -98,6 +98,16 @@ final class PartFile: Sendable {
         _ = Self.removeAttribute?(fd, Self.claimAttribute)
     }
 
+    /// Takes the tag off a part file its download now owns. Off a file `emptied` of another
+    /// download's bytes only once that cut is on disk: until then the tag is what says none of the
+    /// bytes is this download's, and a crash between the two must not leave them untagged beside a
+    /// record that vouches for them.
+    func clearTag(emptied: Bool) throws {
+        guard taggedDownload != nil else { return }
+        if emptied { try flush() }
+        untag()
+    }
+
     /// ``untag()`` of the file at `path`, not open here.
     static func untag(path: String) {
         _ = removePathAttribute?(path, claimAttribute)

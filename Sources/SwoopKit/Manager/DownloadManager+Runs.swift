@@ -206,9 +206,10 @@ extension DownloadManager {
         let base = record.requestedName.isEmpty
             ? URL(string: record.url).map { FileNaming.suggestedName(contentDisposition: nil, url: $0) } : record.requestedName
         guard let base else { return }
+        var named = record
         for attempt in 0..<8 {
-            let part = (record.directory as NSString).appendingPathComponent(FileNaming.partFileName(for: FileNaming.candidate(base, attempt: attempt)))
-            PartFile.remove(part, of: record.id.rawValue, tagged: true)
+            named.fileName = FileNaming.candidate(base, attempt: attempt)
+            if let part = named.partPath { PartFile.remove(part, of: record.id.rawValue, tagged: true) }
         }
     }
 

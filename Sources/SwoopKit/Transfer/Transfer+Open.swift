@@ -85,7 +85,7 @@ extension Transfer {
         let others = Self.isOthers(file, id: record.id)
         let trusted = others ? 0 : record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
         try file.truncate(to: trusted)
-        try Self.clearTag(of: file, emptied: others)
+        try file.clearTag(emptied: others)
         file.assumeSynced(record.bootID == bootID ? min(record.syncedBytes, trusted) : trusted)
         part = file
         offset = trusted
@@ -109,9 +109,9 @@ extension Transfer {
             // Another download's unclaimed bytes where this one's file was: none of them is ours.
             part = file
             try resetToZero()
-            return try Self.clearTag(of: file, emptied: true)
+            return try file.clearTag(emptied: true)
         }
-        try Self.clearTag(of: file, emptied: false)
+        try file.clearTag(emptied: false)
         let trusted = plan.trusted(sameBoot: record.bootID == bootID)
         part = file
         record.segments = trusted.segments
@@ -217,7 +217,7 @@ extension Transfer {
                 return nil
             }
         }
-        try Self.clearTag(of: file, emptied: size > 0)
+        try file.clearTag(emptied: size > 0)
         return file
     }
 
@@ -231,20 +231,10 @@ extension Transfer {
     /// Whether `file` is tagged for another download (``PartFile/tag(_:)``): a fresh small file
     /// that took this name while this download's part file was gone, and was killed before its
     /// claim. Its bytes are never this download's, whatever the length says. The tag stays until
-    /// they are cut (``clearTag(of:emptied:)``).
+    /// they are cut (``PartFile/clearTag(emptied:)``).
     static func isOthers(_ file: PartFile, id: Download.ID) -> Bool {
         guard let tag = file.taggedDownload else { return false }
         return tag != id.rawValue
-    }
-
-    /// Takes the tag off a part file this download now owns. Off a file `emptied` of another
-    /// download's bytes only once that cut is on disk: until then the tag is what says none of the
-    /// bytes is this download's, and a crash between the two must not leave them untagged beside a
-    /// record that vouches for them.
-    static func clearTag(of file: PartFile, emptied: Bool) throws {
-        guard file.taggedDownload != nil else { return }
-        if emptied { try file.flush() }
-        file.untag()
     }
 
     /// The largest download whose claim waits (``claimPending``): at most this much is fetched again
