@@ -3,7 +3,6 @@ import Foundation
 import NIOCore
 import NIOPosix
 
-@main
 struct SwoopCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "swoop",
@@ -21,8 +20,10 @@ struct SwoopCommand: AsyncParsableCommand {
         defaultSubcommand: GetCommand.self
     )
 
-    /// Runs the command; usage errors exit with 2 (as documented), not ArgumentParser's 64.
-    static func main() async {
+    /// Parses the command line on the calling thread and starts the command on Swift's thread pool,
+    /// where it exits the process when it ends (``Entry`` parks the main thread meanwhile). Usage
+    /// errors exit with 2 (as documented), not ArgumentParser's 64.
+    static func start() {
         let first = CommandLine.arguments.dropFirst().first
         if first == "daemon" {
             // The daemon's tasks run on NIO's event loops, the threads its sockets are served on:
@@ -45,20 +46,18 @@ struct SwoopCommand: AsyncParsableCommand {
             // the arguments (1.4 ms sooner to the first request).
             Task.detached { _ = NIOSingletons.posixEventLoopGroup }
         }
-        // Parsed here, on the main thread, rather than after the hop to Swift's pool, whose first
-        // thread takes about a millisecond to start.
-        let command: any ParsableCommand
+        // Parsed here, on the main thread, while Swift's pool starts its first thread (about a
+        // millisecond).
         do {
-            command = try parse(Array(CommandLine.arguments.dropFirst()))
+            let command = try parse(Array(CommandLine.arguments.dropFirst()))
+            Task.detached { await execute(command) }
         } catch {
             fail(error)
         }
-        await execute(command)
     }
 
-    /// Runs the command, then exits from the thread it ended on: returning to `main` would hop to
-    /// the main actor, whose queue on Linux is served by a thread started for it.
-    nonisolated private static func execute(_ command: sending any ParsableCommand) async -> Never {
+    /// Runs the command, then exits from the thread it ended on.
+    nonisolated private static func execute(_ command: any ParsableCommand) async -> Never {
         do {
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
