@@ -189,6 +189,23 @@ struct DeferredClaimTests {
         #expect(f.files() == ["t.2.bin.swoop", "t.bin.swoop"])
     }
 
+    /// `swoop ls --orphans`: a part file tagged for an unfinished download is that download's (the
+    /// next run takes it back), not an orphan; one tagged for a finished or unknown download, or not
+    /// tagged and named by no record, is.
+    @Test func aPartFileTaggedForAnUnfinishedDownloadIsNoOrphan() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        var unfinished = DownloadRecord(url: f.server.url("/a.bin"), directory: f.directory, requestedName: "", bootID: "b")
+        unfinished.state = .interrupted
+        var finished = DownloadRecord(url: f.server.url("/b.bin"), directory: f.directory, requestedName: "", bootID: "b")
+        finished.state = .completed
+        try Self.leaveTaggedPartFile(f.path("a.bin.swoop"), bytes: 1000, tag: unfinished.id.rawValue)
+        try Self.leaveTaggedPartFile(f.path("b.bin.swoop"), bytes: 1000, tag: finished.id.rawValue)
+        try Self.leaveTaggedPartFile(f.path("c.bin.swoop"), bytes: 1000, tag: Download.ID.make().rawValue)
+        FileManager.default.createFile(atPath: f.path("d.bin.swoop"), contents: Data(count: 10))
+        #expect(DownloadManager.orphanedPartFiles([unfinished, finished]) == ["b.bin.swoop", "c.bin.swoop", "d.bin.swoop"].map(f.path))
+    }
+
     private static let getPathAttribute = CFunctions.lookUp(
         "getxattr", as: (@convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int).self
     )

@@ -118,6 +118,14 @@ final class PartFile: Sendable {
         Self.taggedDownload(fd)
     }
 
+    /// The download the file at `path` names (``tag(_:)``), if any; nil for a file that cannot be opened.
+    static func taggedDownload(path: String) -> String? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { _ = Glibc.close(fd) }
+        return taggedDownload(fd)
+    }
+
     private static func taggedDownload(_ fd: Int32) -> String? {
         guard let get = getAttribute else { return nil }
         var value = [UInt8](repeating: 0, count: 128)

@@ -74,18 +74,24 @@ extension DownloadManager {
     }
 
     /// `*.swoop` files in the directories the store knows that no unfinished record owns (left by a
-    /// download whose record was removed, or by a power loss before its first checkpoint).
+    /// download whose record was removed, or by a power loss before its first checkpoint). A small
+    /// file whose claim waits for its finish (see `Transfer.claimFile`) is owned through its tag: its
+    /// record does not name it yet, and the next run takes it back.
     ///
     /// - Parameter records: Every record of the store.
     /// - Returns: Their paths, sorted by directory and name.
     public static func orphanedPartFiles(_ records: [DownloadRecord]) -> [String] {
-        let owned = Set(records.filter { $0.state != .completed && $0.state != .removed }.compactMap(\.partPath))
+        let unfinished = records.filter { $0.state != .completed && $0.state != .removed }
+        let owned = Set(unfinished.compactMap(\.partPath))
+        let owners = Set(unfinished.map(\.id.rawValue))
         var orphans: [String] = []
         for directory in Set(records.map(\.directory)).sorted() {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
             for name in names.sorted() where name.hasSuffix(FileNaming.partSuffix) {
                 let path = (directory as NSString).appendingPathComponent(name)
-                if !owned.contains(path) { orphans.append(path) }
+                guard !owned.contains(path) else { continue }
+                if let tag = PartFile.taggedDownload(path: path), owners.contains(tag) { continue }
+                orphans.append(path)
             }
         }
         return orphans
