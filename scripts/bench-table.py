@@ -7,13 +7,14 @@ where wall_s is the high-resolution wall time measured by the script and
 elapsed_s is /usr/bin/time -v's "Elapsed (wall clock) time" (10 ms resolution).
 
 Output: the summary table (medians over runs; "wall vs curl" is the median of
-per-run ratios tool wall / curl wall) followed by the raw per-run numbers.
+per-run ratios tool wall / curl wall, "wall vs curl+sync" the same against curl
+followed by `sync -d` of its file) followed by the raw per-run numbers.
 """
 import sys
 from collections import OrderedDict
 from statistics import median
 
-TOOLS_ORDER = ["swoop", "curl", "aria2c"]
+TOOLS_ORDER = ["swoop", "curl", "curl+sync", "aria2c"]
 
 
 def human_size(label, nbytes):
@@ -21,6 +22,12 @@ def human_size(label, nbytes):
         if nbytes >= factor and nbytes % factor == 0:
             return f"{nbytes // factor} {unit}"
     return f"{label} ({nbytes} B)"
+
+
+def same_run_ratio(runs, baseline):
+    """The median over runs of (wall / the baseline's wall in the same run), as text."""
+    ratios = [runs[n]["wall"] / baseline[n]["wall"] for n in runs if n in baseline and baseline[n]["wall"] > 0]
+    return f"{median(ratios):.2f}" if ratios else "n/a"
 
 
 def main(path):
@@ -41,8 +48,8 @@ def main(path):
     for r in rows:
         sizes.setdefault((r["label"], r["bytes"]), []).append(r)
 
-    print("| size | tool | wall s (median) | MB/s | CPU s (user+sys) | peak RSS MiB | wall vs curl |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| size | tool | wall s (median) | MB/s | CPU s (user+sys) | peak RSS MiB | wall vs curl | wall vs curl+sync |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for (label, nbytes), rs in sizes.items():
         by_tool = OrderedDict()
         for t in TOOLS_ORDER + sorted({r["tool"] for r in rs} - set(TOOLS_ORDER)):
@@ -50,15 +57,15 @@ def main(path):
             if tr:
                 by_tool[t] = {r["run"]: r for r in tr}
         curl = by_tool.get("curl", {})
+        synced = by_tool.get("curl+sync", {})
         for tool, runs in by_tool.items():
             walls = [r["wall"] for r in runs.values()]
             wall = median(walls)
             cpu = median(r["user"] + r["sys"] for r in runs.values())
             rss = median(r["rss_kb"] for r in runs.values()) / 1024
-            ratios = [runs[n]["wall"] / curl[n]["wall"] for n in runs if n in curl and curl[n]["wall"] > 0]
-            ratio = f"{median(ratios):.2f}" if ratios else "n/a"
+            ratio, synced_ratio = same_run_ratio(runs, curl), same_run_ratio(runs, synced)
             mbps = nbytes / 1e6 / wall if wall > 0 else float("inf")
-            print(f"| {human_size(label, nbytes)} | {tool} | {wall:.3f} | {mbps:.0f} | {cpu:.2f} | {rss:.1f} | {ratio} |")
+            print(f"| {human_size(label, nbytes)} | {tool} | {wall:.3f} | {mbps:.0f} | {cpu:.2f} | {rss:.1f} | {ratio} | {synced_ratio} |")
 
     print()
     print("Raw per-run numbers (wall s: measured by the script; elapsed s: /usr/bin/time -v):")
