@@ -9,43 +9,100 @@ import Glibc
 /// work, so progress is saved); a second SIGINT exits at once. A second one within a quarter of a
 /// second is the same Ctrl-C delivered twice (`timeout -s INT` signals the process and its group):
 /// it is ignored.
+///
+/// The signals reach the handler through the main thread (``serveSignals()``), which waits for them
+/// with every thread blocking them from the start (``blockAsynchronousSignals()``): one that comes
+/// before a handler is set, or after it is stopped, does what it does to any program (it ends the
+/// process), and none is lost. (A `DispatchSource` needs the signal ignored, and ignoring a signal
+/// drops one already pending: a Ctrl-C in the first milliseconds was lost and the download ran on.)
 final class Interruption: @unchecked Sendable {  // only lock-guarded state
     private let signal = NIOLockedValueBox<Int32?>(nil)
     /// When the first signal came.
     private let firstAt = NIOLockedValueBox<DispatchTime?>(nil)
-    private let sources = NIOLockedValueBox<[any DispatchSourceSignal]>([])
 
     /// The signal that arrived, if any.
     var received: Int32? { signal.withLockedValue { $0 } }
 
+    /// Makes `handler` this process's answer to SIGINT and SIGTERM, until ``stop()``.
     func onSignal(_ handler: @escaping @Sendable () -> Void) {
-        let made = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-            Glibc.signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [signal, firstAt] in
-                let first = signal.withLockedValue { value -> Bool in
-                    defer { if value == nil { value = number } }
-                    return value == nil
-                }
-                let now = DispatchTime.now()
-                if first {
-                    firstAt.withLockedValue { $0 = now }
-                    handler()
-                } else if number == SIGINT {
-                    let since = firstAt.withLockedValue { $0 }.map { now.uptimeNanoseconds - $0.uptimeNanoseconds } ?? .max
-                    if since >= 250_000_000 { _exit(130) }
-                }
-            }
-            source.resume()
-            return source
-        }
-        sources.withLockedValue { $0 = made }
+        let registration = Registration(owner: ObjectIdentifier(self)) { [self] number in receive(number, handler) }
+        Self.current.withLockedValue { $0 = registration }
     }
 
+    /// Gives the signals back their default action (ending the process).
     func stop() {
-        sources.withLockedValue { sources in
-            for source in sources { source.cancel() }
-            sources.removeAll()
+        Self.current.withLockedValue { current in
+            if current?.owner == ObjectIdentifier(self) { current = nil }
         }
+    }
+
+    private func receive(_ number: Int32, _ handler: @Sendable () -> Void) {
+        let first = signal.withLockedValue { value -> Bool in
+            defer { if value == nil { value = number } }
+            return value == nil
+        }
+        let now = DispatchTime.now()
+        if first {
+            firstAt.withLockedValue { $0 = now }
+            handler()
+        } else if number == SIGINT {
+            let since = firstAt.withLockedValue { $0 }.map { now.uptimeNanoseconds - $0.uptimeNanoseconds } ?? .max
+            if since >= 250_000_000 { _exit(130) }
+        }
+    }
+
+    // MARK: The process's side, run by the main thread (`Entry`)
+
+    private struct Registration: Sendable {
+        let owner: ObjectIdentifier
+        let handle: @Sendable (Int32) -> Void
+    }
+
+    /// The handler set now, if any.
+    private static let current = NIOLockedValueBox<Registration?>(nil)
+
+    /// The signals ``serveSignals()`` hands to a handler.
+    static let handled: [Int32] = [SIGINT, SIGTERM]
+
+    /// Blocks, in the calling thread and so in every thread it starts afterwards, the signals
+    /// nothing handles synchronously: all but those a fault raises on the thread that caused it
+    /// (the set dispatch's own threads block), and SIGPIPE (the network code ignores it). The
+    /// first thing `main` does, before any other thread exists.
+    static func blockAsynchronousSignals() {
+        var signals = sigset_t()
+        sigfillset(&signals)
+        for synchronous in [SIGILL, SIGTRAP, SIGFPE, SIGBUS, SIGSEGV, SIGSYS, SIGPIPE, SIGPROF] {
+            sigdelset(&signals, synchronous)
+        }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+    }
+
+    /// Waits for SIGINT and SIGTERM for the rest of the process's life and hands each to the
+    /// handler set then; with none set, ends the process by the signal, as its default action
+    /// would have. The other blocked signals stay blocked (as they were under dispatch).
+    static func serveSignals() -> Never {
+        var waited = sigset_t()
+        sigemptyset(&waited)
+        for number in handled { sigaddset(&waited, number) }
+        while true {
+            let number = sigwaitinfo(&waited, nil)
+            guard number > 0 else { continue }  // EINTR
+            if let registration = current.withLockedValue({ $0 }) {
+                registration.handle(number)
+            } else {
+                endProcess(by: number)
+            }
+        }
+    }
+
+    /// Ends the process by `number` with its default action: the parent sees it killed by it.
+    private static func endProcess(by number: Int32) -> Never {
+        Glibc.signal(number, SIG_DFL)
+        var one = sigset_t()
+        sigemptyset(&one)
+        sigaddset(&one, number)
+        pthread_sigmask(SIG_UNBLOCK, &one, nil)
+        raise(number)
+        _exit(128 + number)
     }
 }
