@@ -64,11 +64,21 @@ final class Interruption: @unchecked Sendable {  // only lock-guarded state
     /// The signals ``serveSignals()`` hands to a handler.
     static let handled: [Int32] = [SIGINT, SIGTERM]
 
+    /// Those of ``handled`` this process was started ignoring (a non-interactive shell starts a
+    /// background job ignoring SIGINT): with no handler set, one of them is dropped, not fatal.
+    private static let startedIgnoring = NIOLockedValueBox<Set<Int32>>([])
+
     /// Blocks, in the calling thread and so in every thread it starts afterwards, the signals
     /// nothing handles synchronously: all but those a fault raises on the thread that caused it
     /// (the set dispatch's own threads block), and SIGPIPE (the network code ignores it). The
     /// first thing `main` does, before any other thread exists.
     static func blockAsynchronousSignals() {
+        let ignored = handled.filter { number in
+            var action = sigaction()
+            // SIG_IGN is the handler 1.
+            return sigaction(number, nil, &action) == 0 && unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self) == 1
+        }
+        startedIgnoring.withLockedValue { $0 = Set(ignored) }
         var signals = sigset_t()
         sigfillset(&signals)
         for synchronous in [SIGILL, SIGTRAP, SIGFPE, SIGBUS, SIGSEGV, SIGSYS, SIGPIPE, SIGPROF] {
@@ -79,7 +89,8 @@ final class Interruption: @unchecked Sendable {  // only lock-guarded state
 
     /// Waits for SIGINT and SIGTERM for the rest of the process's life and hands each to the
     /// handler set then; with none set, ends the process by the signal, as its default action
-    /// would have. The other blocked signals stay blocked (as they were under dispatch).
+    /// would have (unless the process was started ignoring it). The other blocked signals stay
+    /// blocked (as they were under dispatch).
     static func serveSignals() -> Never {
         var waited = sigset_t()
         sigemptyset(&waited)
@@ -89,7 +100,7 @@ final class Interruption: @unchecked Sendable {  // only lock-guarded state
             guard number > 0 else { continue }  // EINTR
             if let registration = current.withLockedValue({ $0 }) {
                 registration.handle(number)
-            } else {
+            } else if !startedIgnoring.withLockedValue({ $0.contains(number) }) {
                 endProcess(by: number)
             }
         }
