@@ -97,6 +97,12 @@ struct DaemonCommand: AsyncParsableCommand {
             let directory = DownloadRequest.absolute(self.directory)
             try FileSystem.createDirectories(directory, what: "download directory", mode: 0o777)
             var configuration = try transfer.configuration(lockDirectory: try global.lockDirectory())
+            // The per-download options (-x, --min-split-size, --limit-rate, retries, timeouts) are the
+            // daemon's defaults, aria2's global options: what a client's addUri (or `swoop add`)
+            // does not set follows them, and getGlobalOption shows them.
+            let defaults = try transfer.settings()
+            configuration = defaults.applied(to: configuration)
+            if let rate = defaults.bytesPerSecond { configuration.limits.perDownloadBytesPerSecond = rate == 0 ? nil : rate }
             configuration.credentials = try transfer.credentials(warn: console.warning)
             // aria2's remove keeps what was downloaded (`swoop rm --delete-file` deletes it).
             configuration.cancelKeepsPartFile = true

@@ -67,6 +67,33 @@ struct DaemonControlTests {
         #expect(sha256Hex(file: daemon.downloads + "/f.bin") == sha256Hex(body))
     }
 
+    /// `swoop daemon`'s per-download options are its defaults (aria2's global options): shown by
+    /// getGlobalOption, followed by a download added without options of its own. They were left
+    /// out: a daemon started with `--limit-rate 2M -x 4` said "max-download-limit": "0" and fetched
+    /// unthrottled over one connection.
+    @Test func theDaemonsDownloadOptionsAreItsDefaults() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let body = Resource.random(size: 4 << 20, seed: 5)
+        server.serve("/d.bin", Resource(body: body, etag: "\"d1\""))
+        let options = ["-x", "4", "--min-split-size", "1M", "--limit-rate", "2M", "--retries", "2", "--timeout", "7", "--connect-timeout", "3"]
+        let daemon = try await DaemonFixture.start(extra: options)
+        defer { Task { _ = await daemon.stop() } }
+        let global = try #require(try await daemon.result("aria2.getGlobalOption") as? [String: Any])
+        let shown = ["split", "min-split-size", "max-download-limit", "max-tries", "timeout", "connect-timeout"].map { global[$0] as? String }
+        #expect(shown == ["4", "1048576", "2097152", "3", "7", "3"])
+
+        let started = ContinuousClock.now
+        let gid = try #require(try await daemon.result("aria2.addUri", [server.url("/d.bin")]) as? String)
+        #expect(try await daemon.waitFor(gid, "complete"))
+        #expect(sha256Hex(file: daemon.downloads + "/d.bin") == sha256Hex(body))
+        // Split over four connections, and no faster than 2 MiB/s allows for 4 MiB (with room for
+        // the limiter's first burst); unlimited, it takes milliseconds here.
+        let ranges = Set(server.requests(to: "/d.bin").compactMap { $0.header("Range") })
+        #expect(ranges.count >= 4, "\(ranges.sorted())")
+        #expect(ContinuousClock.now - started >= .milliseconds(900))
+    }
+
     @Test func rmOfAnUnfinishedDownloadKeepsItsPartFile() async throws {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }
