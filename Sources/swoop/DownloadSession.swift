@@ -214,7 +214,8 @@ struct DownloadSession {
                     printJSON(download)
                 } else if !interrupted() {
                     let name = download.url.isEmpty ? download.id.rawValue : download.url
-                    let next = download.state == .paused ? "; `swoop resume \(download.id.rawValue.prefix(8))` continues it" : ""
+                    let resume = Self.resumeCommand(stateDir: global.stateDir.map { _ in global.stateDirectory })
+                    let next = download.state == .paused ? "; `\(resume) \(download.id.rawValue.prefix(8))` continues it" : ""
                     console.notice("\(name) was \(download.state.rawValue)\(next)")
                 }
             default:

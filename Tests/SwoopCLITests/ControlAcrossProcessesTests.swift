@@ -51,7 +51,7 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(try await list().first?["state"] as? String == "paused")
         let owner = await running.wait()
         #expect(owner.status == 8, "\(owner.stderr)")
-        #expect(owner.stderrLines.last == "swoop: \(url) was paused; `swoop resume \(prefix)` continues it")
+        #expect(owner.stderrLines.last == "swoop: \(url) was paused; `swoop resume --state-dir \(state) \(prefix)` continues it")
         #expect(owner.stderrLines.contains("swoop: rate limit of \(url) now 50.0 MiB/s (changed by another swoop)"))
 
         let nothing = try await swoop("resume", [])

@@ -284,7 +284,7 @@ struct ManyDownloadsTests: CLISuite {
         // The first download finishes, the second runs, the third is skipped.
         let result = await running.wait(timeout: .seconds(60))
         #expect(result.status == 8, "\(result.stderr)")
-        #expect(result.stderrLines.contains("swoop: \(server.url("/f002.bin")) was paused; `swoop resume \(third.prefix(8))` continues it"))
+        #expect(result.stderrLines.contains("swoop: \(server.url("/f002.bin")) was paused; `swoop resume --state-dir \(state) \(third.prefix(8))` continues it"))
         #expect(sha256Hex(file: out + "/f001.bin") == sha256Hex(bodies["f001.bin"]!))
         #expect(server.requests(to: "/f002.bin").isEmpty)
         #expect(!FileManager.default.fileExists(atPath: out + "/f002.bin"))
