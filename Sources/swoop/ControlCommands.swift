@@ -215,8 +215,14 @@ struct RemoveCommand: AsyncParsableCommand {
         let said = deleteFile ? " (and its file)" : ""
         // Deleting files is not an aria2 call: with --delete-file the store path asks the daemon.
         let remote: (@Sendable (DaemonClient, DaemonClient.Found) async throws -> String?)? = deleteFile ? nil : Self.forget
+        let console = Console(quiet: global.quiet)
         try await forEachDownload(ids, global: global, verb: "removed", suffix: said, remote: remote) { [deleteFile] manager, download in
             try await manager.remove(download.id, deletingFile: deleteFile)
+            // Once the download is forgotten, `ls --orphans` finds its bytes only in a directory
+            // another download names: say where they are.
+            if !deleteFile, let part = download.partPath, FileManager.default.fileExists(atPath: part) {
+                console.notice("kept \(part) (`swoop rm --delete-file` deletes a download's part file with it)")
+            }
             var removed = download
             removed.state = .removed
             return removed

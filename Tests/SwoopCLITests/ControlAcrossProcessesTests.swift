@@ -86,6 +86,20 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(unknown.stderrLines == ["swoop: error: no download with id ffffffff (see `swoop ls`)"])
     }
 
+    /// `rm` without `--delete-file` keeps the part file and says where it is: with the download
+    /// forgotten, `ls --orphans` no longer looks in its directory.
+    @Test func removeWithoutDeleteFileSaysWhereThePartFileStays() async throws {
+        defer { stop() }
+        let (running, prefix, _) = try await startStalled("kept.bin", size: 2_000_000, after: 500_000)
+        let url = server.url("/kept.bin")
+        let removed = try await swoop("rm", [prefix])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.stdoutLines == ["removed \(prefix) \(url)"])
+        #expect(removed.stderrLines == ["swoop: kept \(out)/kept.bin.swoop (`swoop rm --delete-file` deletes a download's part file with it)"])
+        #expect(FileManager.default.fileExists(atPath: out + "/kept.bin.swoop"))
+        _ = await running.wait()
+    }
+
     /// Options given to `get` are stored with the download: after Ctrl-C it is `interrupted` (not
     /// paused), `ls ID` shows its options, and a bare `resume` continues it with them (two
     /// connections, 1 MiB segments: its first request asks for the first MiB; its header). Options

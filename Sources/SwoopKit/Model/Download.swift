@@ -72,6 +72,8 @@ public struct Download: Sendable, Codable, Hashable, Identifiable {
     public var url: String
     /// The final path, once the file name is known (after the first response).
     public var destination: String?
+    /// Where an unfinished download's bytes are kept (``destination`` with `.swoop`), once named.
+    public var partPath: String? { state == .completed ? nil : destination.map { $0 + FileNaming.partSuffix } }
     public var state: State
     /// The full length of the file, or `nil` while it is unknown.
     public var totalBytes: Int?
