@@ -40,10 +40,14 @@ struct ListCommand: AsyncParsableCommand {
                 try await withCatalogue(catalogue) { try await FleetActions.list($0, states: states, ids: ids, json: global.json, console: console) }
                 return
             }
-            let store = try global.openStore()
-            defer { try? store.close() }
+            // A state directory with no database holds no downloads: looking is no reason to make
+            // one (a mistyped --state-dir would be left behind).
+            let made = FileManager.default.fileExists(atPath: (global.stateDirectory as NSString).appendingPathComponent("swoop.sqlite"))
+            let store = made ? try global.openStore() : nil
+            defer { try? store?.close() }
+            let records = try store?.all() ?? []
             if orphans {
-                let paths = DownloadManager.orphanedPartFiles(try store.all())
+                let paths = DownloadManager.orphanedPartFiles(records)
                 if global.json {
                     console.result(try JSONOutput.line(paths))
                 } else if paths.isEmpty {
@@ -53,8 +57,7 @@ struct ListCommand: AsyncParsableCommand {
                 }
                 return
             }
-            let records = try store.all()
-            let locks = try? global.lockDirectory()
+            let locks = made ? try? global.lockDirectory() : nil
             var downloads = records.map { record in
                 var snapshot = record.snapshot(bytesPerSecond: record.state == .active ? record.bytesPerSecond : 0)
                 // `active` with no process holding it: its process died; it continues on the next

@@ -221,6 +221,9 @@ struct ManyDownloadsTests: CLISuite {
         defer { stop() }
         let empty = try await swoop("ls", [])
         #expect(empty.status == 0 && empty.stdoutLines == ["no downloads"])
+        // Looking makes no state directory (a mistyped --state-dir is not left behind).
+        #expect(try await swoop("ls", ["--orphans"]).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: state))
         let bodies = serveMany(2, size: 3_000, on: server)
         let got = try await swoop("get", [server.url("/f000.bin"), server.url("/f001.bin")] + transferOptions())
         #expect(got.status == 0, "\(got.stderr)")
