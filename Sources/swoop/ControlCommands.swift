@@ -221,7 +221,7 @@ struct RemoveCommand: AsyncParsableCommand {
             // Once the download is forgotten, `ls --orphans` finds its bytes only in a directory
             // another download names: say where they are.
             if !deleteFile, let part = download.partPath, FileManager.default.fileExists(atPath: part) {
-                console.notice("kept \(part) (`swoop rm --delete-file` deletes a download's part file with it)")
+                console.notice("kept \(part): the download is forgotten, not its bytes (`rm --delete-file` deletes them too)")
             }
             var removed = download
             removed.state = .removed

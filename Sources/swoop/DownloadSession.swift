@@ -120,7 +120,9 @@ struct DownloadSession {
     /// The command that resumes what this one left, with the state directory it was given (a bare
     /// `swoop resume` would look in the default one and find nothing).
     static func resumeCommand(stateDir: String?) -> String {
-        guard let stateDir else { return "swoop resume" }
+        guard var stateDir else { return "swoop resume" }
+        // Absolute, so that the hint works from any directory it is pasted in.
+        if !stateDir.hasPrefix("/") { stateDir = (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(stateDir) }
         let plain = stateDir.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "/._-+,:@".unicodeScalars.contains($0) }
         return "swoop resume --state-dir " + (plain ? stateDir : "'" + stateDir.replacingOccurrences(of: "'", with: "'\\''") + "'")
     }

@@ -16,10 +16,22 @@ enum Entry {
         // The daemon's signals are swift-service-lifecycle's (dispatch sources): its threads start
         // as before, and the main thread only sleeps.
         let daemon = CommandLine.arguments.dropFirst().first == "daemon"
-        if !daemon { Interruption.blockAsynchronousSignals() }
+        if !daemon { Interruption.blockHandledSignals() }
         SwoopCommand.start()
         if !daemon { Interruption.serveSignals() }
-        Interruption.blockAsynchronousSignals()
+        parkForTheDaemon()
+    }
+
+    /// Blocks what dispatch's `dispatch_main` blocked on the main thread (every signal but those a
+    /// fault raises, and SIGPIPE and SIGPROF), so that SIGINT and SIGTERM stay pending for the
+    /// daemon's dispatch sources, then sleeps until the process exits.
+    static func parkForTheDaemon() -> Never {
+        var signals = sigset_t()
+        sigfillset(&signals)
+        for synchronous in [SIGILL, SIGTRAP, SIGFPE, SIGBUS, SIGSEGV, SIGSYS, SIGPIPE, SIGPROF] {
+            sigdelset(&signals, synchronous)
+        }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
         while true { pause() }
     }
 }

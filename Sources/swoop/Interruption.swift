@@ -11,7 +11,7 @@ import Glibc
 /// it is ignored.
 ///
 /// The signals reach the handler through the main thread (``serveSignals()``), which waits for them
-/// with every thread blocking them from the start (``blockAsynchronousSignals()``): one that comes
+/// with every thread blocking them from the start (``blockHandledSignals()``): one that comes
 /// before a handler is set, or after it is stopped, does what it does to any program (it ends the
 /// process), and none is lost. (A `DispatchSource` needs the signal ignored, and ignoring a signal
 /// drops one already pending: a Ctrl-C in the first milliseconds was lost and the download ran on.)
@@ -68,29 +68,28 @@ final class Interruption: @unchecked Sendable {  // only lock-guarded state
     /// background job ignoring SIGINT): with no handler set, one of them is dropped, not fatal.
     private static let startedIgnoring = NIOLockedValueBox<Set<Int32>>([])
 
-    /// Blocks, in the calling thread and so in every thread it starts afterwards, the signals
-    /// nothing handles synchronously: all but those a fault raises on the thread that caused it
-    /// (the set dispatch's own threads block), and SIGPIPE (the network code ignores it). The
-    /// first thing `main` does, before any other thread exists.
-    static func blockAsynchronousSignals() {
+    /// Blocks SIGINT and SIGTERM in the calling thread, and so in every thread it starts afterwards:
+    /// they wait for ``serveSignals()``. The first thing `main` does, before any other thread exists.
+    /// The other signals keep their default actions (SIGHUP and SIGQUIT end the process, Ctrl-Z
+    /// stops it), taken by the main thread: dispatch's threads, and those they start, block them.
+    static func blockHandledSignals() {
         let ignored = handled.filter { number in
             var action = sigaction()
             // SIG_IGN is the handler 1.
             return sigaction(number, nil, &action) == 0 && unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self) == 1
         }
         startedIgnoring.withLockedValue { $0 = Set(ignored) }
+        // The mask is set, not added to: a parent may have started this process with signals
+        // blocked (a spawn from a thread of dispatch's inherits all of them blocked).
         var signals = sigset_t()
-        sigfillset(&signals)
-        for synchronous in [SIGILL, SIGTRAP, SIGFPE, SIGBUS, SIGSEGV, SIGSYS, SIGPIPE, SIGPROF] {
-            sigdelset(&signals, synchronous)
-        }
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        sigemptyset(&signals)
+        for number in handled { sigaddset(&signals, number) }
+        pthread_sigmask(SIG_SETMASK, &signals, nil)
     }
 
     /// Waits for SIGINT and SIGTERM for the rest of the process's life and hands each to the
     /// handler set then; with none set, ends the process by the signal, as its default action
-    /// would have (unless the process was started ignoring it). The other blocked signals stay
-    /// blocked (as they were under dispatch).
+    /// would have (unless the process was started ignoring it).
     static func serveSignals() -> Never {
         var waited = sigset_t()
         sigemptyset(&waited)

@@ -95,7 +95,7 @@ struct ControlAcrossProcessesTests: CLISuite {
         let removed = try await swoop("rm", [prefix])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(removed.stdoutLines == ["removed \(prefix) \(url)"])
-        #expect(removed.stderrLines == ["swoop: kept \(out)/kept.bin.swoop (`swoop rm --delete-file` deletes a download's part file with it)"])
+        #expect(removed.stderrLines == ["swoop: kept \(out)/kept.bin.swoop: the download is forgotten, not its bytes (`rm --delete-file` deletes them too)"])
         #expect(FileManager.default.fileExists(atPath: out + "/kept.bin.swoop"))
         _ = await running.wait()
     }

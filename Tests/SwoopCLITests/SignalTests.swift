@@ -36,6 +36,22 @@ struct SignalTests: CLISuite {
         }
     }
 
+    /// The signals Swoop does not handle keep their default actions: SIGHUP (the terminal closed)
+    /// ends a running `get`, even when the parent started it with signals blocked (as this test's
+    /// process does). Blocking every signal, as the first main thread of its own did, left a
+    /// download running with no terminal. (SIGQUIT too, but a debug build's backtracer takes it.)
+    @Test(arguments: [SIGHUP])
+    func unhandledSignalsKeepTheirDefaultAction(signal: Int32) async throws {
+        defer { stop() }
+        _ = serve("/hup.bin", size: 4_000_000)
+        server.setDefault("/hup.bin", .throttle(bytesPerSecond: 200_000))
+        let running = try start("get", ["-q", "-d", out, server.url("/hup.bin")])
+        #expect(await eventually { server.bodyBytesSent(to: "/hup.bin") > 0 })
+        running.signal(signal)
+        let result = await running.wait(timeout: .seconds(10))
+        #expect(result.status == signal)
+    }
+
     /// With no handler set (`ls`, `rm`, `add` without a daemon), SIGINT ends the process as the
     /// default action would: the main thread waits for it, not a handler.
     @Test func aCommandWithoutAHandlerEndsBySIGINT() async throws {
