@@ -52,7 +52,9 @@ struct RateLimiterTests {
             limiter.setRate(newRate)
             try await waiter.value
         }
-        #expect(took < .seconds(10))
+        // Against 256 s at the old rate: a bound far from both, since a loaded machine once stalled
+        // the whole test process for 10 s (a timing figure is a benchmark's, not this test's).
+        #expect(took < .seconds(40))
         #expect(limiter.bytesPerSecond == newRate)
     }
 
