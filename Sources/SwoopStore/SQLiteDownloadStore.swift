@@ -73,7 +73,12 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// Opens `swoop.sqlite` in `directory`, creating the directory.
     public convenience init(directory: String) throws {
         try FileSystem.createDirectories(directory, what: "state directory")
-        try self.init(path: (directory as NSString).appendingPathComponent("swoop.sqlite"))
+        try self.init(path: Self.path(in: directory))
+    }
+
+    /// The database's path in a state directory.
+    public static func path(in directory: String) -> String {
+        (directory as NSString).appendingPathComponent("swoop.sqlite")
     }
 
     /// `$XDG_STATE_HOME/swoop`, else `~/.local/state/swoop`.

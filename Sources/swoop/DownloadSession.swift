@@ -111,11 +111,14 @@ struct DownloadSession {
         await printer.value
         interruption.stop()
         if let signal = interruption.received {
-            console.notice("interrupted; progress saved. Run `\(Self.resumeCommand(stateDir: global.stateDir.map { _ in global.stateDirectory }))` (or the same command) to continue.")
+            console.notice("interrupted; progress saved. Run `\(resumeCommand)` (or the same command) to continue.")
             throw ExitCode(signal == SIGTERM ? ExitStatus.terminated : ExitStatus.interrupted)
         }
         if status != ExitStatus.success { throw ExitCode(status) }
     }
+
+    /// This run's ``resumeCommand(stateDir:)``, for its hints.
+    private var resumeCommand: String { Self.resumeCommand(stateDir: global.stateDir.map { _ in global.stateDirectory }) }
 
     /// The command that resumes what this one left, with the state directory it was given (a bare
     /// `swoop resume` would look in the default one and find nothing).
@@ -216,8 +219,7 @@ struct DownloadSession {
                     printJSON(download)
                 } else if !interrupted() {
                     let name = download.url.isEmpty ? download.id.rawValue : download.url
-                    let resume = Self.resumeCommand(stateDir: global.stateDir.map { _ in global.stateDirectory })
-                    let next = download.state == .paused ? "; `\(resume) \(download.id.rawValue.prefix(8))` continues it" : ""
+                    let next = download.state == .paused ? "; `\(resumeCommand) \(download.id.rawValue.prefix(8))` continues it" : ""
                     console.notice("\(name) was \(download.state.rawValue)\(next)")
                 }
             default:

@@ -81,19 +81,23 @@ final class Interruption: @unchecked Sendable {  // only lock-guarded state
         startedIgnoring.withLockedValue { $0 = Set(ignored) }
         // The mask is set, not added to: a parent may have started this process with signals
         // blocked (a spawn from a thread of dispatch's inherits all of them blocked).
+        var signals = handledSet
+        pthread_sigmask(SIG_SETMASK, &signals, nil)
+    }
+
+    /// ``handled`` as a signal set.
+    private static var handledSet: sigset_t {
         var signals = sigset_t()
         sigemptyset(&signals)
         for number in handled { sigaddset(&signals, number) }
-        pthread_sigmask(SIG_SETMASK, &signals, nil)
+        return signals
     }
 
     /// Waits for SIGINT and SIGTERM for the rest of the process's life and hands each to the
     /// handler set then; with none set, ends the process by the signal, as its default action
     /// would have (unless the process was started ignoring it).
     static func serveSignals() -> Never {
-        var waited = sigset_t()
-        sigemptyset(&waited)
-        for number in handled { sigaddset(&waited, number) }
+        var waited = handledSet
         while true {
             let number = sigwaitinfo(&waited, nil)
             guard number > 0 else { continue }  // EINTR

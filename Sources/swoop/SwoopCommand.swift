@@ -21,7 +21,7 @@ struct SwoopCommand: AsyncParsableCommand {
     )
 
     /// Parses the command line on the calling thread and starts the command on Swift's thread pool,
-    /// where it exits the process when it ends (``Entry`` parks the main thread meanwhile). Usage
+    /// where it exits the process when it ends (``Entry`` keeps the main thread for signals). Usage
     /// errors exit with 2 (as documented), not ArgumentParser's 64.
     static func start() {
         let first = CommandLine.arguments.dropFirst().first
