@@ -9,12 +9,35 @@ extension DownloadManager {
 
     /// Hands the downloads the queue lets start to `run()`.
     func schedule() {
-        guard phase == .running else { return }
+        _ = schedule(keepingOne: false)
+    }
+
+    /// Hands the downloads the queue lets start to `run()`, but returns the first instead when
+    /// `keepingOne` (a child task of `run()` that runs it next: ``runInTurn(_:)``).
+    func schedule(keepingOne: Bool) -> Download.ID? {
+        guard phase == .running else { return nil }
+        var kept: Download.ID?
         for entry in queue.nextStarts() {
             runs.handOver(entry.id)
-            startsContinuation.yield(entry.id)
+            if keepingOne, kept == nil {
+                kept = entry.id
+            } else {
+                startsContinuation.yield(entry.id)
+            }
         }
         wakeIdleWaiters()
+        return kept
+    }
+
+    /// Runs a download the queue handed over, then in the same task each one the queue lets start
+    /// as a run ends, until it lets none start: a child task of ``run()`` per slot rather than per
+    /// download (thousands of small files skip a task and a hop through Swift's pool each).
+    func runInTurn(_ first: Download.ID) async {
+        var next: Download.ID? = first
+        while let id = next {
+            await runQueued(id)
+            next = schedule(keepingOne: true)
+        }
     }
 
     func wakeIdleWaiters(force: Bool = false) {
@@ -34,13 +57,12 @@ extension DownloadManager {
         await withCheckedContinuation { settleWaiters[id, default: []].append($0) }
     }
 
-    /// Runs one download the queue handed over; a child task of ``run()``.
+    /// Runs one download the queue handed over (``runInTurn(_:)`` then schedules the next).
     func runQueued(_ id: Download.ID) async {
         defer {
             queue.finished(id)
             queuedKeys[id] = nil
             settled(id)
-            schedule()
         }
         guard let key = queuedKeys[id] else { return runs.forget(id) }
         // The lock first, then one read: `swoop pause` and `swoop rm` change a record only under

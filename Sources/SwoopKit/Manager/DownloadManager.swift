@@ -140,7 +140,7 @@ public actor DownloadManager {
             // Pause, remove and limit requests from other processes, for the downloads run here.
             group.addTask { await self.watchControls() }
             for await id in starts {
-                group.addTask { await self.runQueued(id) }
+                group.addTask { await self.runInTurn(id) }
             }
             // No more starts (shutdown, or this task was cancelled): what `schedule()` would hand
             // out from now on would never run.
