@@ -6,16 +6,19 @@ import SwoopRPC
 import SwoopStore
 
 /// Opens the store and a manager (without running it) for a command that changes downloads.
+/// `creating`: the state directory and its database are made if missing (`add`); else a missing
+/// one is an error (`pause`, `rm`, `resume`, `limit` of known downloads).
 func withManager<T>(
-    _ global: GlobalOptions, console: Console, _ body: (DownloadManager) async throws -> T
+    _ global: GlobalOptions, console: Console, creating: Bool = true, _ body: (DownloadManager) async throws -> T
 ) async throws -> T {
     let manager: DownloadManager
     do {
+        let store = creating ? try global.openStore() : try global.openExistingStore()
         var configuration = SwoopKit.Configuration()
         configuration.lockDirectory = try global.lockDirectory()
         // These commands make no requests: a bad *_proxy variable must not stop them.
         configuration.proxy.useEnvironment = false
-        manager = try DownloadManager(configuration: configuration, store: try global.openStore())
+        manager = try DownloadManager(configuration: configuration, store: store)
     } catch let error as SwoopError {
         throw error.exit(on: console)
     }
@@ -74,7 +77,7 @@ private func eachDownload(
     _ ids: [String], global: GlobalOptions, console: Console, verb: String, suffix: String,
     _ action: @escaping @Sendable (DownloadManager, Download) async throws -> Download
 ) async throws -> Int32 {
-    try await withManager(global, console: console) { manager in
+    try await withManager(global, console: console, creating: false) { manager in
         let downloads = try await manager.downloads()
         var status = ExitStatus.success
         for text in ids where !Task.isCancelled {
@@ -200,10 +203,13 @@ struct RemoveCommand: AsyncParsableCommand {
         var ids = self.ids
         if failed || completed {
             let states: Set<Download.State> = Set((failed ? [.failed] : []) + (completed ? [.completed] : []))
+            // No state database: nothing to remove, and none made.
             do {
-                let store = try global.openStore()
-                defer { try? store.close() }
-                ids += try store.all().filter { states.contains($0.state) }.map(\.id.rawValue)
+                if global.hasStore {
+                    let store = try global.openStore()
+                    defer { try? store.close() }
+                    ids += try store.all().filter { states.contains($0.state) }.map(\.id.rawValue)
+                }
             } catch let error as SwoopError {
                 throw error.exit(on: Console(quiet: global.quiet))
             }

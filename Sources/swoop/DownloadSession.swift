@@ -35,6 +35,12 @@ struct DownloadSession {
     }
 
     func run(_ work: consuming Work) async throws {
+        if case .resume(let prefixes, _, _) = work, !global.hasStore {
+            // Nothing was ever downloaded with this state directory: none is made for it (a
+            // mistyped --state-dir would be left behind).
+            guard let prefix = prefixes?.first else { return console.notice("nothing to resume") }
+            throw SwoopError(.notFound, "no download with id \(prefix): \(global.stateDirectory) has no state database").exit(on: console)
+        }
         let manager: DownloadManager
         do {
             // Credentials first: a missing file is reported before the state directory is created.

@@ -65,7 +65,8 @@ final class Interruption: @unchecked Sendable {  // only lock-guarded state
     static let handled: [Int32] = [SIGINT, SIGTERM]
 
     /// Those of ``handled`` this process was started ignoring (a non-interactive shell starts a
-    /// background job ignoring SIGINT): with no handler set, one of them is dropped, not fatal.
+    /// background job ignoring SIGINT, so that a Ctrl-C meant for the script spares it): they stay
+    /// ignored, handler or not, as a program that catches a signal leaves it ignored when it was.
     private static let startedIgnoring = NIOLockedValueBox<Set<Int32>>([])
 
     /// Blocks SIGINT and SIGTERM in the calling thread, and so in every thread it starts afterwards:
@@ -95,15 +96,15 @@ final class Interruption: @unchecked Sendable {  // only lock-guarded state
 
     /// Waits for SIGINT and SIGTERM for the rest of the process's life and hands each to the
     /// handler set then; with none set, ends the process by the signal, as its default action
-    /// would have (unless the process was started ignoring it).
+    /// would have. A signal the process was started ignoring is dropped.
     static func serveSignals() -> Never {
         var waited = handledSet
         while true {
             let number = sigwaitinfo(&waited, nil)
-            guard number > 0 else { continue }  // EINTR
+            guard number > 0, !startedIgnoring.withLockedValue({ $0.contains(number) }) else { continue }  // EINTR, or ignored
             if let registration = current.withLockedValue({ $0 }) {
                 registration.handle(number)
-            } else if !startedIgnoring.withLockedValue({ $0.contains(number) }) {
+            } else {
                 endProcess(by: number)
             }
         }

@@ -42,7 +42,7 @@ struct ListCommand: AsyncParsableCommand {
             }
             // A state directory with no database holds no downloads: looking is no reason to make
             // one (a mistyped --state-dir would be left behind).
-            let made = FileManager.default.fileExists(atPath: SQLiteDownloadStore.path(in: global.stateDirectory))
+            let made = global.hasStore
             let store = made ? try global.openStore() : nil
             defer { try? store?.close() }
             let records = try store?.all() ?? []

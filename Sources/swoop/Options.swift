@@ -24,6 +24,18 @@ struct GlobalOptions: ParsableArguments {
         try SQLiteDownloadStore(directory: stateDirectory)
     }
 
+    /// Whether the state directory has a database. A command that only looks at downloads or
+    /// changes known ones makes none: a mistyped --state-dir would be left behind.
+    var hasStore: Bool {
+        FileManager.default.fileExists(atPath: SQLiteDownloadStore.path(in: stateDirectory))
+    }
+
+    /// The state directory's database, if it has one; else ``SwoopError/Code/notFound`` naming the directory.
+    func openExistingStore() throws -> SQLiteDownloadStore {
+        guard hasStore else { throw SwoopError(.notFound, "no downloads in \(stateDirectory): it has no state database") }
+        return try openStore()
+    }
+
     /// The directory of the per-download lock files, created on demand.
     func lockDirectory() throws -> String {
         let locks = (stateDirectory as NSString).appendingPathComponent("locks")

@@ -88,6 +88,27 @@ struct ControlAcrossProcessesTests: CLISuite {
 
     /// `rm` without `--delete-file` keeps the part file and says where it is: with the download
     /// forgotten, `ls --orphans` no longer looks in its directory.
+    /// `pause`, `rm`, `limit` and `resume` of ids in a state directory with no database (a
+    /// mistyped --state-dir) say so and make nothing there; `rm --failed` and a bare `resume` find
+    /// nothing to do. Each once made the directory, its database and its locks.
+    @Test func commandsOnAStateDirectoryWithNoDatabaseMakeNothing() async throws {
+        defer { stop() }
+        let commands: [(String, [String], String)] = [
+            ("pause", ["0123abcd"], "swoop: error: no downloads in \(state): it has no state database"),
+            ("rm", ["0123abcd"], "swoop: error: no downloads in \(state): it has no state database"),
+            ("limit", ["0123abcd", "1M"], "swoop: error: no downloads in \(state): it has no state database"),
+            ("resume", ["0123abcd"], "swoop: error: no download with id 0123abcd: \(state) has no state database"),
+            ("rm", ["--failed"], "swoop: nothing to remove"),
+            ("resume", [], "swoop: nothing to resume"),
+        ]
+        for (command, arguments, line) in commands {
+            let result = try await swoop(command, arguments)
+            #expect(result.status == (line.contains("error") ? 2 : 0), "\(command) \(arguments): \(result.stderr)")
+            #expect(result.stderrLines == [line], "\(command) \(arguments)")
+            #expect(!FileManager.default.fileExists(atPath: state), "\(command) \(arguments) made \(state)")
+        }
+    }
+
     @Test func removeWithoutDeleteFileSaysWhereThePartFileStays() async throws {
         defer { stop() }
         let (running, prefix, _) = try await startStalled("kept.bin", size: 2_000_000, after: 500_000)

@@ -52,6 +52,29 @@ struct SignalTests: CLISuite {
         #expect(result.status == signal)
     }
 
+    /// A `get` started ignoring SIGINT (a non-interactive shell's background job: `swoop get URL &`
+    /// in a script, whose Ctrl-C is meant for the script) keeps ignoring it, as `fetch` and curl
+    /// do; SIGTERM still stops it cleanly, progress saved. It once stopped on that SIGINT (130).
+    @Test func aGetStartedIgnoringSIGINTKeepsIgnoringIt() async throws {
+        defer { stop() }
+        _ = serve("/bg.bin", size: 4_000_000)
+        server.setDefault("/bg.bin", .throttle(bytesPerSecond: 200_000))
+        // `trap '' INT` leaves SIGINT ignored across the exec, as the shell does for `&`.
+        let running = try SwoopBinary.Running(
+            ["-c", "trap '' INT; exec \"$0\" \"$@\"", SwoopBinary.path, "get", "-q", "-d", out, "--state-dir", state, server.url("/bg.bin")],
+            directory: root, executable: "/bin/sh"
+        )
+        #expect(await eventually { server.bodyBytesSent(to: "/bg.bin") > 0 })
+        running.signal(SIGINT)
+        let before = server.bodyBytesSent(to: "/bg.bin")
+        #expect(await eventually { server.bodyBytesSent(to: "/bg.bin") > before + 100_000 }, "the download goes on after SIGINT")
+        #expect(running.process.isRunning)
+        running.signal(SIGTERM)
+        let result = await running.wait(timeout: .seconds(10))
+        #expect(result.status == 143)
+        #expect(FileManager.default.fileExists(atPath: out + "/bg.bin.swoop"))
+    }
+
     /// With no handler set (`ls`, `rm`, `add` without a daemon), SIGINT ends the process as the
     /// default action would: the main thread waits for it, not a handler.
     @Test func aCommandWithoutAHandlerEndsBySIGINT() async throws {
