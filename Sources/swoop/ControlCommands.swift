@@ -214,7 +214,7 @@ struct RemoveCommand: AsyncParsableCommand {
                 throw error.exit(on: Console(quiet: global.quiet))
             }
             if ids.isEmpty {
-                Console(quiet: global.quiet).notice("nothing to remove")
+                Console(quiet: global.quiet).notice("nothing to remove" + (global.hasStore ? "" : ": \(global.noStore)"))
                 return
             }
         }

@@ -38,8 +38,8 @@ struct DownloadSession {
         if case .resume(let prefixes, _, _) = work, !global.hasStore {
             // Nothing was ever downloaded with this state directory: none is made for it (a
             // mistyped --state-dir would be left behind).
-            guard let prefix = prefixes?.first else { return console.notice("nothing to resume") }
-            throw SwoopError(.notFound, "no download with id \(prefix): \(global.stateDirectory) has no state database").exit(on: console)
+            guard let prefix = prefixes?.first else { return console.notice("nothing to resume: \(global.noStore)") }
+            throw SwoopError(.notFound, "no download with id \(prefix): \(global.noStore)").exit(on: console)
         }
         let manager: DownloadManager
         do {

@@ -43,6 +43,10 @@ struct ListCommand: AsyncParsableCommand {
             // A state directory with no database holds no downloads: looking is no reason to make
             // one (a mistyped --state-dir would be left behind).
             let made = global.hasStore
+            if !made {
+                if let id = ids.first { throw SwoopError(.notFound, "no download with id \(id): \(global.noStore)") }
+                console.notice(global.noStore)
+            }
             let store = made ? try global.openStore() : nil
             defer { try? store?.close() }
             let records = try store?.all() ?? []

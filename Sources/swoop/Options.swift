@@ -36,6 +36,10 @@ struct GlobalOptions: ParsableArguments {
         return try openStore()
     }
 
+    /// What a command that finds nothing adds when the state directory has no database: a
+    /// mistyped --state-dir must not read as an empty queue.
+    var noStore: String { "\(stateDirectory) has no state database" }
+
     /// The directory of the per-download lock files, created on demand.
     func lockDirectory() throws -> String {
         let locks = (stateDirectory as NSString).appendingPathComponent("locks")

@@ -52,7 +52,13 @@ struct RequestOptions: ParsableArguments {
     var priority: Int = 0
 
     func validate() throws {
-        if urls.isEmpty && inputFile == nil && metalink == nil { throw ValidationError("give at least one URL, or -i FILE, or --metalink FILE") }
+        if urls.isEmpty && inputFile == nil && metalink == nil {
+            // curl's -O takes no value: `swoop get -O URL` made the URL the output file's name.
+            if let output, output.contains("://") {
+                throw ValidationError("-o/-O takes a file name (as wget's -O), and took \(output); curl's -O is what Swoop does by default: `swoop get URL`")
+            }
+            throw ValidationError("give at least one URL, or -i FILE, or --metalink FILE")
+        }
         if !mirrors.isEmpty && (urls.count != 1 || inputFile != nil || metalink != nil) {
             throw ValidationError("--mirror takes one URL (with -i, put a file's mirrors on its line, separated by TABs)")
         }

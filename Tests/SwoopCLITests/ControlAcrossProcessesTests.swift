@@ -88,9 +88,10 @@ struct ControlAcrossProcessesTests: CLISuite {
 
     /// `rm` without `--delete-file` keeps the part file and says where it is: with the download
     /// forgotten, `ls --orphans` no longer looks in its directory.
-    /// `pause`, `rm`, `limit` and `resume` of ids in a state directory with no database (a
-    /// mistyped --state-dir) say so and make nothing there; `rm --failed` and a bare `resume` find
-    /// nothing to do. Each once made the directory, its database and its locks.
+    /// `pause`, `rm`, `limit`, `resume` and `ls` of ids in a state directory with no database (a
+    /// mistyped --state-dir) say so and make nothing there; `rm --failed`, a bare `resume` and a
+    /// bare `ls` find nothing to do and say why, so that a typo does not read as an empty queue.
+    /// Each but `ls` once made the directory, its database and its locks.
     @Test func commandsOnAStateDirectoryWithNoDatabaseMakeNothing() async throws {
         defer { stop() }
         let commands: [(String, [String], String)] = [
@@ -98,8 +99,10 @@ struct ControlAcrossProcessesTests: CLISuite {
             ("rm", ["0123abcd"], "swoop: error: no downloads in \(state): it has no state database"),
             ("limit", ["0123abcd", "1M"], "swoop: error: no downloads in \(state): it has no state database"),
             ("resume", ["0123abcd"], "swoop: error: no download with id 0123abcd: \(state) has no state database"),
-            ("rm", ["--failed"], "swoop: nothing to remove"),
-            ("resume", [], "swoop: nothing to resume"),
+            ("rm", ["--failed"], "swoop: nothing to remove: \(state) has no state database"),
+            ("resume", [], "swoop: nothing to resume: \(state) has no state database"),
+            ("ls", ["0123abcd"], "swoop: error: no download with id 0123abcd: \(state) has no state database"),
+            ("ls", [], "swoop: \(state) has no state database"),
         ]
         for (command, arguments, line) in commands {
             let result = try await swoop(command, arguments)

@@ -204,6 +204,10 @@ struct GetCommandTests: CLISuite {
         #expect(bare.stderrLines == [
             "swoop: error: give at least one URL, or -i FILE, or --metalink FILE", "  See 'swoop --help' for more information.",
         ])
+        // curl's habit, `-O URL`: -O takes a file name here, and took the URL.
+        let curlO = try await SwoopBinary.run(["get", "-O", "http://127.0.0.1:9/x.bin"], in: self.root)
+        #expect(curlO.status == 2)
+        #expect(curlO.stderrLines.first == "swoop: error: -o/-O takes a file name (as wget's -O), and took http://127.0.0.1:9/x.bin; curl's -O is what Swoop does by default: `swoop get URL`")
         let unknown = try await SwoopBinary.run(["help", "nope"], in: self.root)
         #expect(unknown.status == 2)
         #expect(unknown.stderrLines == ["swoop: error: no command 'nope'; `swoop --help` lists them"])
