@@ -64,13 +64,15 @@ extension Aria2RPC {
         let record = status.record
         let configuration = record.settings.applied(to: manager.configuration)
         var options = Self.options(of: configuration)
+        let defaultLimit = await manager.defaultRateLimit
+        let ownLimit = record.settings.bytesPerSecond ?? defaultLimit ?? 0
         options.merge([
             "dir": .string(record.directory),
-            "retry-wait": .decimal(Int(configuration.retry.baseDelay.components.seconds)),
             "check-certificate": .string(configuration.tls.insecure ? "false" : "true"),
             "allow-overwrite": .string(record.collisionPolicy == .overwrite ? "true" : "false"),
             "auto-file-renaming": .string(record.collisionPolicy == .rename ? "true" : "false"),
-            "max-download-limit": .decimal(record.settings.bytesPerSecond ?? 0),
+            // Its own limit, or the daemon's default it follows (aria2 copies the global one in).
+            "max-download-limit": .decimal(ownLimit),
         ]) { $1 }
         if let name = record.fileName ?? (record.requestedName.isEmpty ? nil : record.requestedName) { options["out"] = .string(name) }
         if !record.headers.isEmpty { options["header"] = .array(record.headers.map { .string("\($0.name): \($0.value)") }) }
@@ -172,6 +174,7 @@ extension Aria2RPC {
             "max-connection-per-server": .decimal(configuration.segments.maxConnections),
             "min-split-size": .decimal(configuration.segments.minSplitSize),
             "max-tries": .decimal(configuration.retry.maxRetries + 1),
+            "retry-wait": .decimal(Int(configuration.retry.baseDelay.components.seconds)),
             "timeout": .decimal(Int(configuration.timeouts.idle.components.seconds)),
             "connect-timeout": .decimal(Int(configuration.timeouts.connect.components.seconds)),
         ]

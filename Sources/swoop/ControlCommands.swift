@@ -220,15 +220,21 @@ struct RemoveCommand: AsyncParsableCommand {
         }
         let said = deleteFile ? " (and its file)" : ""
         // Deleting files is not an aria2 call: with --delete-file the store path asks the daemon.
-        let remote: (@Sendable (DaemonClient, DaemonClient.Found) async throws -> String?)? = deleteFile ? nil : Self.forget
         let console = Console(quiet: global.quiet)
+        let remote: (@Sendable (DaemonClient, DaemonClient.Found) async throws -> String?)?
+        if deleteFile {
+            remote = nil
+        } else {
+            remote = { @Sendable (daemon: DaemonClient, found: DaemonClient.Found) async throws -> String? in
+                try await Self.forget(daemon, found, console: console)
+                return nil
+            }
+        }
         try await forEachDownload(ids, global: global, verb: "removed", suffix: said, remote: remote) { [deleteFile] manager, download in
             try await manager.remove(download.id, deletingFile: deleteFile)
             // Once the download is forgotten, `ls --orphans` finds its bytes only in a directory
             // another download names: say where they are.
-            if !deleteFile, let part = download.partPath, FileManager.default.fileExists(atPath: part) {
-                console.notice("kept \(part): the download is forgotten, not its bytes (`rm --delete-file` deletes them too)")
-            }
+            if !deleteFile, let part = download.partPath { Self.sayKept(part, console: console) }
             var removed = download
             removed.state = .removed
             return removed
@@ -237,12 +243,20 @@ struct RemoveCommand: AsyncParsableCommand {
 }
 
 extension RemoveCommand {
-    /// Forgets a download the daemon knows: stopped first if it is not, then its result removed.
-    @Sendable static func forget(_ daemon: DaemonClient, _ found: DaemonClient.Found) async throws -> String? {
+    /// Forgets a download the daemon knows: stopped first if it is not, then its result removed;
+    /// says where its part file stays, as without a daemon.
+    static func forget(_ daemon: DaemonClient, _ found: DaemonClient.Found, console: Console) async throws {
         let stopped: Set<String> = ["complete", "error", "removed"]
         if !stopped.contains(found.status) { _ = try await daemon.call("aria2.remove", [.string(found.gid)]) }
         _ = try await daemon.call("aria2.removeDownloadResult", [.string(found.gid)])
-        return nil
+        if found.status != "complete", !found.path.isEmpty { sayKept(found.path + FileNaming.partSuffix, console: console) }
+    }
+
+    /// Once a download is forgotten, `ls --orphans` finds its bytes only in a directory another
+    /// download names: says where they are, when they are there.
+    static func sayKept(_ part: String, console: Console) {
+        guard FileManager.default.fileExists(atPath: part) else { return }
+        console.notice("kept \(part): the download is forgotten, not its bytes (`rm --delete-file` deletes them too)")
     }
 }
 

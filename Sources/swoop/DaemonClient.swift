@@ -49,6 +49,8 @@ struct DaemonClient {
         var gid: String
         var status: String
         var url: String
+        /// Where its file is or will be (`files[0].path`), "" before it has a name.
+        var path: String
     }
 
     /// The download an id or a unique prefix names, in one call.
@@ -56,7 +58,8 @@ struct DaemonClient {
         let status = try await call("aria2.tellStatus", [.string(text), ["gid", "status", "files"]]).object
         guard let gid = status?["gid"]?.string else { throw SwoopError(.notFound, "no download with id \(text)") }
         let url = status?["files"]?.array?.first?.object?["uris"]?.array?.first?.object?["uri"]?.string ?? ""
-        return Found(gid: gid, status: status?["status"]?.string ?? "", url: url)
+        let path = status?["files"]?.array?.first?.object?["path"]?.string ?? ""
+        return Found(gid: gid, status: status?["status"]?.string ?? "", url: url, path: path)
     }
 
     /// The URL of a download the daemon knows.

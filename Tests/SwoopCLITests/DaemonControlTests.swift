@@ -70,21 +70,25 @@ struct DaemonControlTests {
     /// `swoop daemon`'s per-download options are its defaults (aria2's global options): shown by
     /// getGlobalOption, followed by a download added without options of its own. They were left
     /// out: a daemon started with `--limit-rate 2M -x 4` said "max-download-limit": "0" and fetched
-    /// unthrottled over one connection.
+    /// unthrottled over one connection. getOption of such a download shows them too (it showed
+    /// "max-download-limit": "0", the download having no limit of its own), and retry-wait is there.
     @Test func theDaemonsDownloadOptionsAreItsDefaults() async throws {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }
         let body = Resource.random(size: 4 << 20, seed: 5)
         server.serve("/d.bin", Resource(body: body, etag: "\"d1\""))
-        let options = ["-x", "4", "--min-split-size", "1M", "--limit-rate", "2M", "--retries", "2", "--timeout", "7", "--connect-timeout", "3"]
+        let options = ["-x", "4", "--min-split-size", "1M", "--limit-rate", "2M", "--retries", "2", "--timeout", "7", "--connect-timeout", "3", "--retry-wait", "5"]
         let daemon = try await DaemonFixture.start(extra: options)
         defer { Task { _ = await daemon.stop() } }
         let global = try #require(try await daemon.result("aria2.getGlobalOption") as? [String: Any])
-        let shown = ["split", "min-split-size", "max-download-limit", "max-tries", "timeout", "connect-timeout"].map { global[$0] as? String }
-        #expect(shown == ["4", "1048576", "2097152", "3", "7", "3"])
+        let keys = ["split", "min-split-size", "max-download-limit", "max-tries", "timeout", "connect-timeout", "retry-wait"]
+        #expect(keys.map { global[$0] as? String } == ["4", "1048576", "2097152", "3", "7", "3", "5"])
 
         let started = ContinuousClock.now
         let gid = try #require(try await daemon.result("aria2.addUri", [server.url("/d.bin")]) as? String)
+        // The download's own options show the defaults it follows, as aria2's copies of the global ones.
+        let own = try #require(try await daemon.result("aria2.getOption", gid) as? [String: Any])
+        #expect(keys.map { own[$0] as? String } == ["4", "1048576", "2097152", "3", "7", "3", "5"])
         #expect(try await daemon.waitFor(gid, "complete"))
         #expect(sha256Hex(file: daemon.downloads + "/d.bin") == sha256Hex(body))
         // Split over four connections, and no faster than 2 MiB/s allows for 4 MiB (with room for
@@ -106,6 +110,8 @@ struct DaemonControlTests {
         let removed = try await SwoopBinary.run(["rm", String(gid.prefix(6)), "--state-dir", daemon.state], in: daemon.root)
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect((fileSize(daemon.downloads + "/k.bin.swoop") ?? 0) > 0)
+        // Said, as without a daemon: it once went unsaid through one.
+        #expect(removed.stderrLines.last == "swoop: kept \(daemon.downloads)/k.bin.swoop: the download is forgotten, not its bytes (`rm --delete-file` deletes them too)")
         let status = try await daemon.call("aria2.tellStatus", gid)
         #expect((status["error"] as? [String: Any])?["message"] as? String == "No such download for GID#\(gid)")
     }

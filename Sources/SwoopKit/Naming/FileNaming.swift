@@ -12,7 +12,7 @@ public enum FileNaming: Sendable {
     static let maxNameBytes = 255
 
     /// The suffix of the file a download is written to until it completes.
-    static let partSuffix = ".swoop"
+    public static let partSuffix = ".swoop"
 
     /// The longest final name: short enough that appending ``partSuffix`` never needs
     /// truncation, so distinct final names always have distinct part files.
