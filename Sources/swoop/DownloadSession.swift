@@ -248,6 +248,10 @@ struct DownloadSession {
             }
         }
         if let first = skipped.first ?? failures.first?.error { return ExitStatus.code(for: first) }
+        if stopped > 0 && global.quiet && !global.json {
+            // -q hid each one's line: the exit status is not left to say it alone.
+            console.warning("\(stopped) download\(stopped == 1 ? " was" : "s were") paused or removed by another command")
+        }
         return stopped > 0 ? ExitStatus.stopped : ExitStatus.success
     }
 

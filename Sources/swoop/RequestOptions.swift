@@ -51,12 +51,27 @@ struct RequestOptions: ParsableArguments {
     @Option(help: "Priority of these downloads in the queue (higher first).")
     var priority: Int = 0
 
+    /// The error of an option the command does not know, on a line with no URL (`swoop --bogus`):
+    /// ArgumentParser validates (no URL) before it reports what it did not recognise, so the line
+    /// is parsed again with a URL added to find it.
+    static func unknownOption() -> ValidationError? {
+        guard let arguments = SwoopCommand.parsing, arguments.contains(where: { $0.hasPrefix("-") }) else { return nil }
+        do {
+            _ = try SwoopCommand.parseAsRoot(arguments + ["http://127.0.0.1/"])
+        } catch {
+            let message = SwoopCommand.message(for: error)
+            return message.hasPrefix("Unknown option") ? ValidationError(message) : nil
+        }
+        return nil
+    }
+
     func validate() throws {
         if urls.isEmpty && inputFile == nil && metalink == nil {
             // curl's -O takes no value: `swoop get -O URL` made the URL the output file's name.
             if let output, output.contains("://") {
                 throw ValidationError("-o/-O takes a file name (as wget's -O), and took \(output); curl's -O is what Swoop does by default: `swoop get URL`")
             }
+            if let unknown = Self.unknownOption() { throw unknown }
             throw ValidationError("give at least one URL, or -i FILE, or --metalink FILE")
         }
         if !mirrors.isEmpty && (urls.count != 1 || inputFile != nil || metalink != nil) {

@@ -186,6 +186,17 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(echoed == odd)
     }
 
+    /// A quiet `get` whose download another command pauses exits 8 with one line saying why (-q
+    /// hid the download's own line, and the status was left to say it alone).
+    @Test func aQuietGetSaysWhyItExitsEight() async throws {
+        defer { stop() }
+        let (running, prefix, _) = try await startStalled("quiet.bin", size: 2_000_000, after: 300_000, ["-q"])
+        #expect(try await swoop("pause", [prefix]).status == 0)
+        let result = await running.wait()
+        #expect(result.status == 8)
+        #expect(result.stderrLines == ["swoop: warning: 1 download was paused or removed by another command"])
+    }
+
     /// One Ctrl-C delivered twice at once (`timeout -s INT` signals the process and its group) is
     /// one Ctrl-C: the download is saved `interrupted`, not left `active` by an exit at once.
     @Test func aSignalDeliveredTwiceAtOnceStillSavesTheDownload() async throws {

@@ -204,6 +204,10 @@ struct GetCommandTests: CLISuite {
         #expect(bare.stderrLines == [
             "swoop: error: give at least one URL, or -i FILE, or --metalink FILE", "  See 'swoop --help' for more information.",
         ])
+        // A mistyped option on a line with no URL is named, not taken for a missing URL.
+        let mistyped = try await SwoopBinary.run(["--bogus"], in: self.root)
+        #expect(mistyped.status == 2)
+        #expect(mistyped.stderrLines.first == "swoop: error: Unknown option '--bogus'")
         // curl's habit, `-O URL`: -O takes a file name here, and took the URL.
         let curlO = try await SwoopBinary.run(["get", "-O", "http://127.0.0.1:9/x.bin"], in: self.root)
         #expect(curlO.status == 2)
