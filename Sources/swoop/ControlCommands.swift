@@ -231,10 +231,9 @@ struct RemoveCommand: AsyncParsableCommand {
             }
         }
         try await forEachDownload(ids, global: global, verb: "removed", suffix: said, remote: remote) { [deleteFile] manager, download in
+            let part = deleteFile ? nil : try await manager.partFile(of: download.id)
             try await manager.remove(download.id, deletingFile: deleteFile)
-            // Once the download is forgotten, `ls --orphans` finds its bytes only in a directory
-            // another download names: say where they are.
-            if !deleteFile, let part = download.partPath { Self.sayKept(part, console: console) }
+            if let part { Self.sayKept(part, console: console) }
             var removed = download
             removed.state = .removed
             return removed

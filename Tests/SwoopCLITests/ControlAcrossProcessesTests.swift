@@ -186,6 +186,21 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(echoed == odd)
     }
 
+    /// `rm` of a small file never named (its claim waits for its first checkpoint, and kill -9
+    /// came first) says where its part file stays, as it does for a named one: it went unsaid.
+    @Test func removeOfANeverNamedSmallFileSaysWhereItsPartFileStays() async throws {
+        defer { stop() }
+        let (running, prefix, _) = try await startStalled("small.bin", size: 500_000, after: 200_000)
+        running.signal(SIGKILL)
+        _ = await running.wait()
+        let listed = try #require(try await list().first)
+        #expect(listed["destination"] == nil || listed["destination"] is NSNull, "\(listed)")
+        let removed = try await swoop("rm", [prefix])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.stderrLines.last == "swoop: kept \(out)/small.bin.swoop: the download is forgotten, not its bytes (`rm --delete-file` deletes them too)")
+        #expect(fileSize(out + "/small.bin.swoop") == 200_000)
+    }
+
     /// A quiet `get` whose download another command pauses exits 8 with one line saying why (-q
     /// hid the download's own line, and the status was left to say it alone).
     @Test func aQuietGetSaysWhyItExitsEight() async throws {

@@ -1,6 +1,18 @@
 import Foundation
 
 extension DownloadManager {
+    /// The part file a download has on disk now, if any: the one its record names, or for a
+    /// download never named (a small file stopped by a crash before its claim) the one tagged
+    /// with its id. For `rm` to say where the bytes of a forgotten download stay.
+    public func partFile(of id: Download.ID) throws -> String? {
+        guard let record = try store.record(id: id) else { return nil }
+        return Self.partFileCandidates(of: record).first { candidate in
+            guard FileSystem.exists(candidate.path) else { return false }
+            let tag = PartFile.taggedDownload(path: candidate.path)
+            return tag.map { $0 == record.id.rawValue } ?? !candidate.tagged
+        }?.path
+    }
+
     /// Snapshots of the downloads in the store, in queue order, with live speeds for running ones.
     ///
     /// - Parameter states: Only these states, or `nil` for all.

@@ -223,15 +223,21 @@ extension DownloadManager {
     /// (A name from the server's `Content-Disposition` is not known here: such a leftover is taken
     /// by the next download of that name.)
     static func deletePartFile(of record: DownloadRecord) {
-        if let part = record.partPath { return PartFile.remove(part, of: record.id.rawValue) }
-        guard record.state != .completed else { return }
+        for (part, tagged) in partFileCandidates(of: record) { PartFile.remove(part, of: record.id.rawValue, tagged: tagged) }
+    }
+
+    /// Where a download's part file may be (see ``deletePartFile(of:)``), and whether the file there
+    /// must carry the download's tag to be its own (it must when the record names none).
+    static func partFileCandidates(of record: DownloadRecord) -> [(path: String, tagged: Bool)] {
+        if let part = record.partPath { return [(part, false)] }
+        guard record.state != .completed else { return [] }
         let base = record.requestedName.isEmpty
             ? URL(string: record.url).map { FileNaming.suggestedName(contentDisposition: nil, url: $0) } : record.requestedName
-        guard let base else { return }
+        guard let base else { return [] }
         var named = record
-        for attempt in 0..<8 {
+        return (0..<8).compactMap { attempt in
             named.fileName = FileNaming.candidate(base, attempt: attempt)
-            if let part = named.partPath { PartFile.remove(part, of: record.id.rawValue, tagged: true) }
+            return named.partPath.map { ($0, true) }
         }
     }
 
