@@ -221,6 +221,7 @@ struct RemoveCommand: AsyncParsableCommand {
         let said = deleteFile ? " (and its file)" : ""
         // Deleting files is not an aria2 call: with --delete-file the store path asks the daemon.
         let console = Console(quiet: global.quiet)
+        // Spelled out: the closure in a ternary crashed the 6.3.1 type checker.
         let remote: (@Sendable (DaemonClient, DaemonClient.Found) async throws -> String?)?
         if deleteFile {
             remote = nil
