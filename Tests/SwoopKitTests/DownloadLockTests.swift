@@ -30,6 +30,23 @@ struct DownloadLockTests {
         withExtendedLifetime(others) {}
     }
 
+    /// The locks held in one lock file share one descriptor, closed when the last is let go.
+    @Test func locksShareOneDescriptorClosedWithTheLast() throws {
+        let first = try DownloadLock.acquire(key: "one", in: directory, what: "x")
+        let second = try DownloadLock.acquire(key: "two", in: directory, what: "x")
+        let fd = try #require(first.descriptor)
+        #expect(second.descriptor == fd)
+        #expect(fcntl(fd, F_GETFD) >= 0)
+        first.release()
+        #expect(second.descriptor == fd)
+        // Let go, a lock is free for this process again at once.
+        let again = try DownloadLock.acquire(key: "one", in: directory, what: "x")
+        again.release()
+        second.release()
+        #expect(LockFiles.shared.descriptor(of: directory + "/downloads.lock") == nil)
+        #expect(second.descriptor == nil)
+    }
+
     @Test func aLockIsFreeAgainWhenItsHolderGoesAway() throws {
         do {
             let held = try DownloadLock.acquire(key: "k", in: directory, what: "k")

@@ -18,32 +18,28 @@ import Darwin
 /// The holder also writes its pid at a small slot derived from the same hash, so a refused process
 /// can name it; two downloads sharing a slot (1 in 65,536) can only make that pid wrong, never the lock.
 final class DownloadLock: Sendable {
-    /// The locked file and the byte locked in it, or `nil` for a lock that locks nothing (no lock
+    /// The lock file and the byte locked in it, or `nil` for a lock that locks nothing (no lock
     /// directory: an ephemeral manager) or that was released.
-    private let held: NIOLockedValueBox<(fd: Int32, byte: off_t)?>
+    private let held: NIOLockedValueBox<(path: String, byte: off_t)?>
 
-    private init(fd: Int32?, byte: off_t = 0) { self.held = NIOLockedValueBox(fd.map { ($0, byte) }) }
+    private init(path: String?, byte: off_t = 0) { self.held = NIOLockedValueBox(path.map { ($0, byte) }) }
 
     deinit { release() }
 
     /// The locked file's descriptor while held (for tests).
-    var descriptor: Int32? { held.withLockedValue { $0?.fd } }
+    var descriptor: Int32? {
+        held.withLockedValue { held in held.flatMap { LockFiles.shared.descriptor(of: $0.path) } }
+    }
 
     /// Lets the lock go now, rather than when the last reference goes. Later calls do nothing.
     ///
-    /// The byte is unlocked before the file is closed: closing alone would leave it locked while a
-    /// child process started meanwhile still shares the open file (between its fork and its exec),
-    /// and this process's next run of the download would find it taken.
+    /// The byte is unlocked explicitly, not by closing the file: closing alone would leave it locked
+    /// while a child process started meanwhile still shares the open file (between its fork and its
+    /// exec), and this process's next run of the download would find it taken.
     func release() {
         held.withLockedValue { held in
-            guard let (fd, byte) = held else { return }
-            var lock = flock()
-            lock.l_type = Int16(F_UNLCK)
-            lock.l_whence = Int16(SEEK_SET)
-            lock.l_start = byte
-            lock.l_len = 1
-            _ = fcntl(fd, Self.ofdSetLock, &lock)
-            _ = Glibc.close(fd)
+            guard let (path, byte) = held else { return }
+            LockFiles.shared.unlock(byte, in: path)
             held = nil
         }
     }
@@ -54,7 +50,7 @@ final class DownloadLock: Sendable {
     /// - Parameter directory: The lock directory; `nil` locks nothing (a manager that writes no state).
     /// - Throws: ``SwoopError/Code/inUse`` naming the holder's pid when another process holds it.
     static func acquire(_ key: DownloadKey, in directory: String?) throws -> DownloadLock {
-        guard let directory else { return DownloadLock(fd: nil) }
+        guard let directory else { return DownloadLock(path: nil) }
         return try acquire(key: lockName(key), in: directory, what: key.url)
     }
 
@@ -68,40 +64,37 @@ final class DownloadLock: Sendable {
     }
 
     /// This process's id, written into the slot table (looked up once: `getpid` is a system call).
-    private static let pid = getpid()
+    static let pid = getpid()
 
     /// The shared lock file in a lock directory.
     static func fileName() -> String { "downloads.lock" }
 
     /// Takes the lock of `key` in `directory`, or throws ``SwoopError/Code/inUse`` naming the holder's pid.
     static func acquire(key: String, in directory: String, what: String) throws -> DownloadLock {
-        let path = (directory as NSString).appendingPathComponent(fileName())
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw SwoopError.fileSystem("open lock file", path: path, errno: errno) }
-        var (lock, pidSlot) = Self.place(of: key)
+        let path = PathNames.join(directory, fileName())
+        let (lock, pidSlot) = Self.place(of: key)
         var attempts = 0
-        while fcntl(fd, Self.ofdSetLock, &lock) != 0 {
-            let code = errno
-            var bytes = [UInt8](repeating: 0, count: 8)
-            let n = pread(fd, &bytes, 8, pidSlot)
-            let holder = n == 8 ? bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } : 0
+        while true {
+            let holder: UInt64
+            switch try LockFiles.shared.lock(lock, pidSlot: pidSlot, in: path) {
+            case .taken:
+                return DownloadLock(path: path, byte: lock.l_start)
+            case .heldHere:
+                holder = UInt64(Self.pid)
+            case .heldElsewhere(let pid):
+                holder = pid
+            }
             // Held by this very process: another run of the same download that is letting go.
             // Look again for up to about 50 ms before calling it taken.
-            if (code == EAGAIN || code == EACCES), holder == UInt64(Self.pid), attempts < 10 {
+            if holder == UInt64(Self.pid), attempts < 10 {
                 attempts += 1
                 usleep(5_000)
                 continue
             }
-            _ = Glibc.close(fd)
-            guard code == EAGAIN || code == EACCES else { throw SwoopError.fileSystem("lock", path: path, errno: code) }
             let named = holder > 0 ? String(holder) : "?"
             let who = holder == UInt64(Self.pid) ? "this swoop process" : "another swoop process"
             throw SwoopError(.inUse, "\(what) is already being downloaded by \(who) (pid \(named))")
         }
-        let pid = UInt64(Self.pid)
-        let bytes = (0..<8).map { UInt8(truncatingIfNeeded: pid >> (56 - 8 * UInt64($0))) }
-        _ = pwrite(fd, bytes, 8, pidSlot)
-        return DownloadLock(fd: fd, byte: lock.l_start)
     }
 
     /// The name a download's lock is placed by: taking it and looking at it must agree.
@@ -112,7 +105,7 @@ final class DownloadLock: Sendable {
     /// Whether a process holds the lock of `key` (it is transferring that download), without taking
     /// it: a reader such as `swoop ls` must not make a starting transfer fail for a moment.
     static func isHeld(_ key: DownloadKey, in directory: String) -> Bool {
-        let path = (directory as NSString).appendingPathComponent(fileName())
+        let path = PathNames.join(directory, fileName())
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { _ = Glibc.close(fd) }
@@ -134,6 +127,6 @@ final class DownloadLock: Sendable {
     }
 
     /// `F_OFD_GETLK` and `F_OFD_SETLK` (Linux 3.15+), which the Glibc module does not export.
-    private static let ofdGetLock: Int32 = 36
-    private static let ofdSetLock: Int32 = 37
+    static let ofdGetLock: Int32 = 36
+    static let ofdSetLock: Int32 = 37
 }

@@ -110,12 +110,12 @@ public struct DownloadRecord: Sendable, Codable, Hashable {
 
     /// The final path, once the name is chosen.
     public var destinationPath: String? {
-        fileName.map { (directory as NSString).appendingPathComponent($0) }
+        fileName.map { PathNames.join(directory, $0) }
     }
 
     /// The part file's path, once the name is chosen.
     public var partPath: String? {
-        fileName.map { (directory as NSString).appendingPathComponent(FileNaming.partFileName(for: $0)) }
+        fileName.map { PathNames.join(directory, FileNaming.partFileName(for: $0)) }
     }
 
     /// How many bytes of a part file of `fileSize` bytes may be trusted, given the boot we are in now.

@@ -77,7 +77,7 @@ extension Transfer {
         }
         part?.untag()
         try FileSystem.publish(partPath, as: finalPath, replace: options.collisionPolicy == .overwrite)
-        let directory = (finalPath as NSString).deletingLastPathComponent
+        let directory = PathNames.parent(of: finalPath)
         if store.isDurable {
             context.directorySyncs.add(directory)
         } else {
@@ -123,7 +123,7 @@ extension Transfer {
         // A process stopped between storing the claim and taking the tag off left it on.
         PartFile.untag(path: partPath)
         try FileSystem.publish(partPath, as: finalPath, replace: record.collisionPolicy == .overwrite)
-        directorySyncs.add((finalPath as NSString).deletingLastPathComponent)
+        directorySyncs.add(PathNames.parent(of: finalPath))
         return true
     }
 }

@@ -141,8 +141,8 @@ extension Transfer {
             ?? FileNaming.suggestedName(contentDisposition: response.headers.first(name: "Content-Disposition"), url: url)
         for attempt in 0..<10_000 {
             let name = FileNaming.candidate(base, attempt: attempt)
-            let finalPath = (record.directory as NSString).appendingPathComponent(name)
-            let partPath = (record.directory as NSString).appendingPathComponent(FileNaming.partFileName(for: name))
+            let finalPath = PathNames.join(record.directory, name)
+            let partPath = PathNames.join(record.directory, FileNaming.partFileName(for: name))
             if FileSystem.exists(finalPath) {
                 switch options.collisionPolicy {
                 case .overwrite: break
