@@ -138,7 +138,13 @@ struct RequestOptions: ParsableArguments {
                 request = try DownloadRequest(url: url, directory: directory, fileName: fileName)
                 request.mirrors = try entry.mirrors.map { try DownloadRequest.validate(Self.withScheme($0, console: console)) }
             } catch let error as SwoopError where entry.line > 0 {
-                badLines.append(SwoopError(error.code, "\(inputFile ?? "-"):\(entry.line): \(error.message)"))
+                var message = error.message
+                if error.code == .invalidURL, entry.mirrors.isEmpty, let name = entry.fileName, !entry.url.contains("://") {
+                    // `not a url`: the first word is read as the URL and the rest as a file name,
+                    // which "invalid URL: not" alone does not show.
+                    message += " (the line \"\(entry.url) \(name)\" is read as a URL, then the file name to save it as)"
+                }
+                badLines.append(SwoopError(error.code, "\(inputFile ?? "-"):\(entry.line): \(message)"))
                 continue
             }
             request.checksum = checksum

@@ -109,8 +109,9 @@ struct ManyDownloadsTests: CLISuite {
         // the 404); the good line was downloaded all the same, and the summary counts the bad line.
         #expect(result.status == 2)
         let badLine = "\(listFile):3: unsupported URL scheme 'ftp' in ftp://example.com/x: only http and https"
-        // A lone word is not taken for a host without a scheme: the line is bad.
-        let notURL = "\(listFile):4: invalid URL: not"
+        // A lone word is not taken for a host without a scheme: the line is bad, and the message
+        // shows how it was read.
+        let notURL = "\(listFile):4: invalid URL: not (the line \"not a url\" is read as a URL, then the file name to save it as)"
         #expect(result.stderrLines == [
             "swoop: error: \(badLine)",
             "swoop: error: \(notURL)",

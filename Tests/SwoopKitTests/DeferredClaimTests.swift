@@ -33,6 +33,24 @@ struct DeferredClaimTests {
         #expect(final.taggedDownload == nil)
     }
 
+    /// A small file whose checksum does not match was never named in the store: it stays unnamed
+    /// (no claim written only to be dropped), its tagged part file goes, and the failure is recorded.
+    @Test func aChecksumMismatchClaimsNoName() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        f.serve("/bad.bin", size: 300_000)
+        let written = NIOLockedValueBox<[(Download.State, String?, Bool)]>([])
+        let store = ObservedStore(onUpdate: { record, durable in written.withLockedValue { $0.append((record.state, record.fileName, durable)) } })
+        var request = try f.request("/bad.bin")
+        request.checksum = try Checksum(parsing: "sha256=\(String(repeating: "0", count: 64))")
+        let (result, _) = await f.download(request, store: store)
+        #expect((try? result.get()) == nil)
+        let named = written.withLockedValue { $0 }.filter { $0.1 != nil }
+        #expect(named.isEmpty, "writes naming the file: \(named)")
+        #expect(written.withLockedValue { $0 }.last.map { ($0.0, $0.2) } ?? (.waiting, false) == (.failed, true))
+        #expect(f.files().isEmpty)
+    }
+
     /// A file over the limit claims its name before its first byte, as before.
     @Test func aLargerFileClaimsBeforeItsFirstByte() async throws {
         let f = try await Fixture.make()

@@ -307,6 +307,13 @@ extension Transfer {
     }
 
     func resetToZero() throws {
+        forgetBytes()
+        try writeRecord(durable: true)
+        try part?.truncate(to: 0)
+    }
+
+    /// Forgets, in memory, every byte saved so far and what was known of the file.
+    func forgetBytes() {
         offset = 0
         // What follows is all the current URL's own.
         sourceProof = nil
@@ -318,8 +325,6 @@ extension Transfer {
         record.lastModified = nil
         record.committedBytes = 0
         record.syncedBytes = 0
-        try writeRecord(durable: true)
-        try part?.truncate(to: 0)
     }
 
     /// Says once that this run continues the bytes an earlier one left (`continuesEarlierRun`).

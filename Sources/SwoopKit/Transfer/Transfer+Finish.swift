@@ -35,9 +35,16 @@ extension Transfer {
         guard let expected = options.checksum, let partPath = record.partPath else { return }
         let actual = try Checksum.digest(of: partPath, algorithm: expected.algorithm)
         guard actual == expected.hex else {
-            try? resetToZero()
-            // (A pending claim refused by that reset gave the name and its file up already.)
-            if part != nil { unlink(partPath) }
+            if claimPending {
+                // Never named in the store: the tagged file goes and nothing is claimed for it (the
+                // failure that follows records the download with no name and no bytes).
+                dropPendingClaim()
+                forgetBytes()
+            } else {
+                try? resetToZero()
+                // (A pending claim refused by that reset gave the name and its file up already.)
+                if part != nil { unlink(partPath) }
+            }
             self.part = nil
             record.fileName = nil
             // With mirrors, the bytes may have come from any source: name them all.

@@ -264,11 +264,17 @@ extension Transfer {
     /// A pending claim the store refused (`refusal`): the part file (made by this transfer) is
     /// removed and its bytes dropped; returns the retryable error that says so.
     func giveUpPendingName(_ refusal: SwoopError) -> SwoopError {
+        dropPendingClaim()
+        return SwoopError(.destinationExists, "\(refusal.message); choosing another name", isRetryable: true)
+    }
+
+    /// Lets a pending claim go without writing it: the part file (made by this transfer) is removed
+    /// and its bytes dropped.
+    func dropPendingClaim() {
         claimPending = false
         mayDeferClaim = false
         if let part { release(part, removing: true) }
         offset = 0
         stampProgress(error: nil)
-        return SwoopError(.destinationExists, "\(refusal.message); choosing another name", isRetryable: true)
     }
 }
