@@ -61,8 +61,14 @@ public final class BoardPrinter: Sendable {
 
     /// The lines the board would show now on a terminal of this size.
     public func lines(width: Int, height: Int) -> [String] {
+        board(width: width, height: height).lines
+    }
+
+    /// The lines the board would show now, and the downloads its first lines show.
+    private func board(width: Int, height: Int) -> (lines: [String], ids: [Download.ID]) {
         let board = state.withLockedValue { $0.board }
-        return ProgressBoard(width: width, height: height).lines(active: board.active, summary: board.summary())
+        let layout = ProgressBoard(width: width, height: height)
+        return (layout.lines(active: board.active, summary: board.summary()), board.active.prefix(max(1, layout.maxDownloadLines)).map(\.id))
     }
 
     /// Draws the board whenever it changed, at most once per `refreshInterval`, until cancelled.
@@ -73,7 +79,10 @@ public final class BoardPrinter: Sendable {
                 defer { state.dirty = false }
                 return state.dirty
             }
-            if changed && !Task.isCancelled { console.board(lines(width: console.width, height: console.height)) }
+            if changed && !Task.isCancelled {
+                let (lines, ids) = board(width: console.width, height: console.height)
+                console.board(lines, ids: ids)
+            }
         }
     }
 

@@ -20,6 +20,10 @@ public struct BoardState: Sendable, Hashable {
     /// Downloads that started or ended: an `added` or an expectation that comes later does not
     /// make them wait again.
     private var begun: Set<Download.ID> = []
+    /// The lengths of the downloads that finished so far (and how many), for an estimate of the
+    /// waiting downloads whose lengths are not known yet.
+    private var finishedBytes = 0
+    private var finishedWithLength = 0
 
     /// An empty state.
     public init() {}
@@ -48,6 +52,10 @@ public struct BoardState: Sendable, Hashable {
         case .completed(let download), .alreadyComplete(let download):
             remove(download.id)
             done += 1
+            if let total = download.totalBytes {
+                finishedBytes += total
+                finishedWithLength += 1
+            }
         case .failed(let download, _):
             remove(download.id)
             failed += 1
@@ -90,25 +98,41 @@ public struct BoardState: Sendable, Hashable {
         if let remaining = entry { waitingBytes -= remaining } else { waitingUnknown -= 1 }
     }
 
-    /// The summary line's values. The remaining bytes count the waiting downloads too when every
-    /// one of their lengths is known (the `added` snapshot of a download seen before has it; an
-    /// expected one's is unknown); otherwise only the active ones'.
+    /// The summary line's values. The remaining bytes are the active downloads' and the waiting
+    /// ones' (the `added` snapshot of a download seen before has its length; an expected one's is
+    /// unknown). A waiting download of unknown length counts as the average length of the
+    /// downloads finished or running so far, and the remaining bytes are then an estimate; with
+    /// no length known at all, or an active download's unknown, they are unknown: the ETA of the
+    /// running downloads alone would say "0s" while others wait.
     public func summary() -> BoardSummary {
         var remaining: Int? = 0
+        var seenBytes = finishedBytes
+        var seenWithLength = finishedWithLength
         for download in active {
             guard let total = download.totalBytes, let sum = remaining else {
                 remaining = nil
                 break
             }
             remaining = sum + max(0, total - download.completedBytes)
+            seenBytes += total
+            seenWithLength += 1
         }
-        if let sum = remaining, waitingUnknown == 0 {
-            remaining = sum + waitingBytes
+        var estimated = false
+        if let sum = remaining {
+            if waitingUnknown == 0 {
+                remaining = sum + waitingBytes
+            } else if seenWithLength > 0 {
+                remaining = sum + waitingBytes + waitingUnknown * (seenBytes / seenWithLength)
+                estimated = true
+            } else {
+                remaining = nil
+            }
         }
         let retrying = active.filter { $0.retry != nil }.count
         return BoardSummary(
             done: done, active: active.count - retrying, waiting: waitingRemaining.count, failed: failed,
-            bytesPerSecond: active.reduce(0) { $0 + max(0, $1.bytesPerSecond) }, remainingBytes: remaining, retrying: retrying
+            bytesPerSecond: active.reduce(0) { $0 + max(0, $1.bytesPerSecond) }, remainingBytes: remaining, retrying: retrying,
+            remainingIsEstimate: estimated
         )
     }
 

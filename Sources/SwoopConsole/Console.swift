@@ -26,7 +26,31 @@ public final class Console: Sendable {
         var lineOpen = false
         /// The board's lines on screen, the cursor at the end of the last one.
         var region: [String] = []
+        /// The downloads the first lines of `region` show, in order (the rest show none).
+        var regionIDs: [Download.ID] = []
         var finished: Set<Download.ID> = []
+
+        /// `lines` (the first of them showing `ids`) without those of finished downloads.
+        func unfinished(_ lines: [String], ids: [Download.ID]) -> (lines: [String], ids: [Download.ID]) {
+            guard ids.contains(where: finished.contains) else { return (lines, ids) }
+            var kept: [String] = []
+            var keptIDs: [Download.ID] = []
+            for (index, line) in lines.enumerated() {
+                if index < ids.count {
+                    guard !finished.contains(ids[index]) else { continue }
+                    keptIDs.append(ids[index])
+                }
+                kept.append(line)
+            }
+            return (kept, keptIDs)
+        }
+
+        /// The board as it may be drawn again now: without the lines of downloads finished since
+        /// it was drawn (their result line is printed above it; their last progress is stale).
+        mutating func currentRegion() -> [String] {
+            (region, regionIDs) = unfinished(region, ids: regionIDs)
+            return region
+        }
     }
 
     /// Creates the console of this process.
@@ -71,20 +95,25 @@ public final class Console: Sendable {
     ///
     /// Does nothing when quiet or not on a terminal.
     ///
-    /// - Parameter lines: The lines, each fitting `width - 1` columns (``ProgressBoard`` makes
-    ///   such lines); empty erases the board.
-    public func board(_ lines: [String]) {
+    /// - Parameters:
+    ///   - lines: The lines, each fitting `width - 1` columns (``ProgressBoard`` makes such
+    ///     lines); empty erases the board.
+    ///   - ids: The downloads the first lines show, in order: a line of a download already
+    ///     ``finish(_:)``ed is not drawn, here or when the board is drawn again below a line.
+    public func board(_ lines: [String], ids: [Download.ID] = []) {
         guard isTerminal, !quiet else { return }
         state.withLockedValue { state in
+            let (lines, ids) = state.unfinished(lines, ids: ids)
+            state.regionIDs = ids
             var frame = ""
             if state.lineOpen {
                 frame += "\r\u{1B}[K"
                 state.lineOpen = false
             }
             frame += LiveRegion.frame(previousLineCount: state.region.count, lines: lines)
+            defer { state.region = lines }
             guard !frame.isEmpty else { return }
             write(frame, to: STDERR_FILENO)
-            state.region = lines
         }
     }
 
@@ -121,12 +150,13 @@ public final class Console: Sendable {
             if state.region.isEmpty {
                 write(line + "\n", to: stream)
             } else if stream == STDERR_FILENO {
-                write(LiveRegion.printAbove(line + "\n", lines: state.region), to: STDERR_FILENO)
+                let erase = LiveRegion.frame(previousLineCount: state.region.count, lines: [])
+                write(erase + line + "\n" + LiveRegion.frame(previousLineCount: 0, lines: state.currentRegion()), to: STDERR_FILENO)
             } else {
                 // A result for stdout, which may be the same terminal: the board steps aside for it.
                 write(LiveRegion.frame(previousLineCount: state.region.count, lines: []), to: STDERR_FILENO)
                 write(line + "\n", to: stream)
-                write(LiveRegion.frame(previousLineCount: 0, lines: state.region), to: STDERR_FILENO)
+                write(LiveRegion.frame(previousLineCount: 0, lines: state.currentRegion()), to: STDERR_FILENO)
             }
         }
     }

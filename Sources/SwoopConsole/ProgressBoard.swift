@@ -13,17 +13,20 @@ public struct BoardSummary: Sendable, Hashable {
     public var failed: Int
     /// The speed of all active downloads together.
     public var bytesPerSecond: Double
-    /// The bytes the active downloads (and the waiting ones, when all their lengths are known) still
-    /// need, or `nil` when a length is unknown.
+    /// The bytes the active and waiting downloads still need, or `nil` when unknown.
     public var remainingBytes: Int?
     /// Downloads waiting to retry after a failed attempt (not counted in `active`).
     public var retrying: Int
+    /// `remainingBytes` counts waiting downloads of unknown length at the average length seen so
+    /// far: the ETA is shown as an estimate (`ETA ~1m12s`).
+    public var remainingIsEstimate: Bool
 
     /// Creates a summary.
     public init(
         done: Int = 0, active: Int = 0, waiting: Int = 0, failed: Int = 0, bytesPerSecond: Double = 0,
-        remainingBytes: Int? = nil, retrying: Int = 0
+        remainingBytes: Int? = nil, retrying: Int = 0, remainingIsEstimate: Bool = false
     ) {
+        self.remainingIsEstimate = remainingIsEstimate
         self.done = done
         self.active = active
         self.waiting = waiting
@@ -119,7 +122,8 @@ public struct ProgressBoard: Sendable, Hashable {
     /// Narrower: the ETA and then the speed are dropped, keeping the words; only when the words
     /// alone do not fit do the counts become `[d12 a4 w184 f1]` (with the speed and ETA again when
     /// they fit beside that).
-    /// The ETA is shown only when some bytes remain and their number is known (`--` at zero speed).
+    /// The ETA is shown only when some bytes remain and their number is known (`--` at zero speed),
+    /// with `~` when that number is an estimate.
     public func summaryLine(_ summary: BoardSummary) -> String {
         let s = summary
         // Retrying downloads are counted only while there are some.
@@ -128,7 +132,8 @@ public struct ProgressBoard: Sendable, Hashable {
         let short = "[d\(s.done) a\(s.active)\(retrying.1) w\(s.waiting) f\(s.failed)]"
         let speed = ByteFormatting.rate(s.bytesPerSecond)
         let remaining = s.remainingBytes.flatMap { $0 > 0 ? $0 : nil }
-        let eta = remaining.map { "ETA " + Self.eta(remaining: $0, bytesPerSecond: s.bytesPerSecond) }
+        let estimate = s.remainingIsEstimate && s.bytesPerSecond > 0 ? "~" : ""
+        let eta = remaining.map { "ETA " + estimate + Self.eta(remaining: $0, bytesPerSecond: s.bytesPerSecond) }
         let tail = [speed] + (eta.map { [$0] } ?? [])
         let variants: [[String]] = [[long] + tail, [long, speed], [long], [short] + tail, [short, speed], [short]]
         for variant in variants {

@@ -362,6 +362,18 @@ struct GetCommandTests: CLISuite {
         #expect(result.stdout.contains("active 2 · waiting 1"))
         #expect(result.stdout.contains("b1.bin  ") && result.stdout.contains("b2.bin  "))
         #expect(result.stdout.contains("\(out)/b3.bin (977 KiB, 1000000 bytes)"))
+        // The board drawn again under a result line shows no line of that download: its last
+        // progress is stale once its result is printed.
+        for name in ["b1", "b2"] {
+            let range = try #require(result.stdout.range(of: "\(out)/\(name).bin (977 KiB, 1000000 bytes)"))
+            // The board's lines drawn right after the result line: each ends clearing the rest of its line.
+            // (The terminal writes "\r\n" for "\n"; a frame that redraws in place starts with "\r".)
+            let redrawn = result.stdout[range.upperBound...].replacingOccurrences(of: "\r\n", with: "\n")
+                .prefix { $0 != "\r" }.split(separator: "\n", omittingEmptySubsequences: false).dropFirst()
+                .prefix { $0.hasSuffix("\u{1B}[K") && !$0.hasPrefix("\u{1B}") }
+            #expect(!redrawn.isEmpty, "\(result.stdout[range.upperBound...].prefix(300).debugDescription)")
+            #expect(!redrawn.contains { $0.hasPrefix("\(name).bin  ") }, "the board under \(name)'s result: \(Array(redrawn))")
+        }
     }
 
     @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])

@@ -27,7 +27,10 @@ struct BoardStateTests {
         #expect(apply(.progress(Self.snapshot("b", total: 200, done: 50, speed: 5)), to: &state))
         #expect(state.active.map(\.id.rawValue) == ["a", "b"])
         #expect(state.active.map(\.completedBytes) == [40, 50])
-        #expect(state.summary() == BoardSummary(done: 0, active: 2, waiting: 3, failed: 0, bytesPerSecond: 5, remainingBytes: 210))
+        // 210 for a and b, and the three waiting at their average length (150) each, estimated.
+        #expect(state.summary() == BoardSummary(
+            done: 0, active: 2, waiting: 3, failed: 0, bytesPerSecond: 5, remainingBytes: 210 + 450, remainingIsEstimate: true
+        ))
     }
 
     @Test func finishedDownloadsLeaveTheBoardAndAreCounted() {
@@ -95,9 +98,30 @@ struct BoardStateTests {
         state.apply(.added(Self.snapshot("b", total: 50, done: 10)))
         #expect(state.summary().remainingBytes == 60 + 40)
         state.apply(.added(Self.snapshot("c", total: nil, done: 0)))
-        // One waiting length unknown: only the active downloads' bytes.
-        #expect(state.summary().remainingBytes == 60)
+        // One waiting length unknown: counted at the average length seen (a's 100), an estimate.
+        #expect(state.summary().remainingBytes == 60 + 40 + 100)
+        #expect(state.summary().remainingIsEstimate)
         state.apply(.removed(Self.snapshot("c", total: nil, done: 0)))
         #expect(state.summary().remainingBytes == 100)
+        #expect(!state.summary().remainingIsEstimate)
+    }
+
+    /// The ETA of the running downloads alone said "0s" while others waited: a waiting download of
+    /// unknown length counts as the average of those finished and running; with none known, the
+    /// remaining bytes are unknown.
+    @Test func waitingDownloadsOfUnknownLengthAreEstimatedFromTheOthers() {
+        var state = BoardState()
+        state.apply(.added(Self.snapshot("w", total: nil, done: 0)))
+        state.apply(.started(Self.snapshot("a", total: nil, done: 0)))
+        #expect(state.summary().remainingBytes == nil)
+        state.apply(.progress(Self.snapshot("a", total: 300, done: 300, speed: 100)))
+        state.apply(.completed(Self.snapshot("a", total: 300, done: 300)))
+        state.apply(.started(Self.snapshot("b", total: 100, done: 90, speed: 10)))
+        // b needs 10; w counts as the average of a (300) and b (100).
+        #expect(state.summary() == BoardSummary(
+            done: 1, active: 1, waiting: 1, failed: 0, bytesPerSecond: 10, remainingBytes: 10 + 200, remainingIsEstimate: true
+        ))
+        let line = ProgressBoard(width: 120).summaryLine(state.summary())
+        #expect(line == "[done 1 · active 1 · waiting 1 · failed 0]  10 B/s  ETA ~21s")
     }
 }
