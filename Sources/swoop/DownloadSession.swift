@@ -84,7 +84,10 @@ struct DownloadSession {
             )
         )
         let runner = Task { try await group.run() }
-        let interruption = Interruption()
+        let interruption = Interruption { [console, resumeCommand] in
+            // What is saved is what the last checkpoints saved: a few seconds' bytes at most are fetched again.
+            console.notice("stopped at once by a second Ctrl-C. Run `\(resumeCommand)` (or the same command) to continue.")
+        }
         interruption.onSignal { Task { await group.triggerGracefulShutdown() } }
 
         var status = ExitStatus.success
@@ -117,7 +120,8 @@ struct DownloadSession {
         await printer.value
         interruption.stop()
         if let signal = interruption.received {
-            console.notice("interrupted; progress saved. Run `\(resumeCommand)` (or the same command) to continue.")
+            let how = signal == SIGTERM ? "terminated" : "interrupted"
+            console.notice("\(how); progress saved. Run `\(resumeCommand)` (or the same command) to continue.")
             throw ExitCode(signal == SIGTERM ? ExitStatus.terminated : ExitStatus.interrupted)
         }
         if status != ExitStatus.success { throw ExitCode(status) }

@@ -19,6 +19,14 @@ final class Interruption: @unchecked Sendable {  // only lock-guarded state
     private let signal = NIOLockedValueBox<Int32?>(nil)
     /// When the first signal came.
     private let firstAt = NIOLockedValueBox<DispatchTime?>(nil)
+    /// Says why the process ends, before a second SIGINT ends it at once.
+    private let beforeExit: @Sendable () -> Void
+
+    /// - Parameter beforeExit: Called on a second SIGINT, just before the process exits: it
+    ///   prints the line that says so (without it, the terminal showed the prompt with no word).
+    init(beforeExit: @escaping @Sendable () -> Void = {}) {
+        self.beforeExit = beforeExit
+    }
 
     /// The signal that arrived, if any.
     var received: Int32? { signal.withLockedValue { $0 } }
@@ -47,7 +55,10 @@ final class Interruption: @unchecked Sendable {  // only lock-guarded state
             handler()
         } else if number == SIGINT {
             let since = firstAt.withLockedValue { $0 }.map { now.uptimeNanoseconds - $0.uptimeNanoseconds } ?? .max
-            if since >= 250_000_000 { _exit(130) }
+            if since >= 250_000_000 {
+                beforeExit()
+                _exit(130)
+            }
         }
     }
 

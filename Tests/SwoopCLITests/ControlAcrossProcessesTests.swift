@@ -225,6 +225,33 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(try await list().first?["state"] as? String == "interrupted")
     }
 
+    /// A second Ctrl-C while the first one's save still waits (here for another process's write to
+    /// the store) exits at once, and says so: the shell's prompt came back with no word. The same
+    /// command then continues byte-exact.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    func aSecondCtrlCStopsAtOnceAndSaysSo() async throws {
+        defer { stop() }
+        let (running, _, body) = try await startStalled("again.bin", size: 2_000_000, after: 300_000)
+        let holder = try SwoopBinary.Running(
+            ["-c", "import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)\nc.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(30)", state + "/swoop.sqlite"],
+            directory: root, executable: "/usr/bin/python3"
+        )
+        defer { holder.signal(SIGKILL) }
+        #expect(await eventually { (try? String(contentsOf: holder.out, encoding: .utf8))?.contains("locked") == true })
+        running.signal(SIGINT)
+        // Longer than the quarter second within which a second signal is the same Ctrl-C delivered twice.
+        try await Task.sleep(for: .milliseconds(400))
+        running.signal(SIGINT)
+        let result = await running.wait(timeout: .seconds(5))
+        #expect(result.status == 130)
+        #expect(result.stderrLines.last == "swoop: stopped at once by a second Ctrl-C. Run `swoop resume --state-dir \(state)` (or the same command) to continue.")
+        holder.signal(SIGKILL)
+        _ = await holder.wait()
+        let again = try await swoop("get", ["-d", out, "--retry-wait", "0.01", server.url("/again.bin")])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(sha256Hex(file: out + "/again.bin") == sha256Hex(body))
+    }
+
     /// `ls` shows a download whose process holds its lock as active, and one whose process died
     /// (kill -9 leaves the record `active`) as interrupted, as the next resume will treat it.
     @Test func lsTellsARunningDownloadFromOneWhoseProcessDied() async throws {

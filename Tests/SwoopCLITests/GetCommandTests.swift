@@ -389,7 +389,9 @@ struct GetCommandTests: CLISuite {
         running.signal(signal)
         let stopped = await running.wait()
         #expect(stopped.status == status)
-        #expect(stopped.stderrLines.last == "swoop: interrupted; progress saved. Run `swoop resume --state-dir \(state)` (or the same command) to continue.")
+        // SIGTERM is no Ctrl-C: the line says which it was.
+        let how = signal == SIGTERM ? "terminated" : "interrupted"
+        #expect(stopped.stderrLines.last == "swoop: \(how); progress saved. Run `swoop resume --state-dir \(state)` (or the same command) to continue.")
         #expect(!FileManager.default.fileExists(atPath: out + "/big.bin"))
 
         let resumed = try await get([server.url("/big.bin")])
