@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import SwoopTesting
 import Testing
 
@@ -49,6 +50,35 @@ struct DeferredClaimTests {
         #expect(named.isEmpty, "writes naming the file: \(named)")
         #expect(written.withLockedValue { $0 }.last.map { ($0.0, $0.2) } ?? (.waiting, false) == (.failed, true))
         #expect(f.files().isEmpty)
+    }
+
+    /// An unfinished download whose part file another download made first, unclaimed (tagged and
+    /// locked: a fresh small file of the same name in the same list), waits for that one to let
+    /// it go instead of failing "in use", and then finishes byte-exact from zero.
+    @Test func anUnfinishedDownloadWaitsForAnUnclaimedWriterOfItsFile() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        let body = f.serve("/w.bin", size: 120_000)
+        let store = InMemoryDownloadStore()
+        let request = try f.request("/w.bin")
+        var record = DownloadRecord(url: request.url.absoluteString, directory: f.directory, requestedName: "", bootID: "b")
+        (record.fileName, record.state) = ("w.bin", .interrupted)
+        try store.save(record)
+        let part = f.path("w.bin.swoop")
+        let writer = try #require(try PartFile.open(part, exclusive: true))
+        #expect(writer.tag("0123456789abcdef"))
+        try writer.write(ByteBuffer(repeating: 0x5A, count: 1000), at: 0)
+        let release = Task {
+            try await Task.sleep(for: .milliseconds(300))
+            // Refused at its finish, the other download removes its file and lets it go.
+            unlink(part)
+            writer.unlock()
+        }
+        let (result, _) = await f.download(request, store: store)
+        try await release.value
+        #expect(try result.get().download.destination == f.path("w.bin"))
+        #expect(sha256(file: f.path("w.bin")) == sha256(body))
+        #expect(f.files() == ["w.bin"])
     }
 
     /// A file over the limit claims its name before its first byte, as before.

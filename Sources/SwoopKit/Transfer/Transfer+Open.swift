@@ -81,7 +81,18 @@ extension Transfer {
         if let segments = record.segments {
             return try reopenSegments(segments, partPath: partPath)
         }
-        guard let file = try PartFile.open(partPath, exclusive: false) else { return }
+        let opened: PartFile?
+        do {
+            opened = try PartFile.open(partPath, exclusive: false)
+        } catch let error as SwoopError where error.code == .inUse {
+            // Another download made the file for a name it has not claimed yet (a fresh small
+            // file's claim waits for its finish, its file tagged meanwhile: `claimFile`). The store
+            // names the file this download's, so that one is refused at its finish and lets go:
+            // ``openWaitingForUnclaimedWriters()`` waits for it.
+            guard let tag = PartFile.taggedDownload(path: partPath), tag != record.id.rawValue else { throw error }
+            throw SwoopError(.inUse, "\(partPath) is being written by another download that has not claimed it", isRetryable: true)
+        }
+        guard let file = opened else { return }
         let others = Self.isOthers(file, id: record.id)
         let trusted = others ? 0 : record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
         try file.truncate(to: trusted)

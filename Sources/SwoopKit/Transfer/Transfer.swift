@@ -156,12 +156,31 @@ final class Transfer {
         defer { part?.unlock() }
         // Opening saves durably (a new record, a reset, a recovered one): on a disk thread, unless
         // there is nothing to save (`opensWithoutSaving`).
-        if let done = try await (opensWithoutSaving ? open() : onDisk { try $0.open() }) {
+        if let done = try await openWaitingForUnclaimedWriters() {
             guard options.refresh, done.state == .completed, try await changedOnServer(done) else { return .alreadyComplete(done) }
             try await onDisk { try $0.beginRefresh() }
         }
         if announcesAdded { emit(.added(snapshot())) }
         return .downloaded(try await transferWithRetries())
+    }
+
+    /// The longest ``openWaitingForUnclaimedWriters()`` waits.
+    static let unclaimedWriterWait: Duration = .seconds(60)
+
+    /// ``open()``, again while its part file is held by another download that made it without a
+    /// claim (`reopenPartFile`), for up to ``unclaimedWriterWait``: that download is refused the
+    /// name at its finish, which this download's record holds, and lets the file go. (A list with a
+    /// new URL for the file an unfinished download of it resumes into: the new one could make the
+    /// part file first, and the unfinished one failed "in use".)
+    func openWaitingForUnclaimedWriters() async throws -> Download? {
+        let deadline = ContinuousClock.now + Self.unclaimedWriterWait
+        while true {
+            do {
+                return try await (opensWithoutSaving ? open() : onDisk { try $0.open() })
+            } catch let error as SwoopError where error.code == .inUse && error.isRetryable && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
     }
 
     /// Gets the download ready to transfer: saves a new record, or takes a stored one on (a
