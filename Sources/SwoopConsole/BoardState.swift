@@ -117,6 +117,10 @@ public struct BoardState: Sendable, Hashable {
             seenBytes += total
             seenWithLength += 1
         }
+        let longest = active.compactMap { download -> Double? in
+            guard let total = download.totalBytes, download.bytesPerSecond > 0 else { return nil }
+            return Double(max(0, total - download.completedBytes)) / download.bytesPerSecond
+        }.max()
         var estimated = false
         if let sum = remaining {
             if waitingUnknown == 0 {
@@ -132,7 +136,7 @@ public struct BoardState: Sendable, Hashable {
         return BoardSummary(
             done: done, active: active.count - retrying, waiting: waitingRemaining.count, failed: failed,
             bytesPerSecond: active.reduce(0) { $0 + max(0, $1.bytesPerSecond) }, remainingBytes: remaining, retrying: retrying,
-            remainingIsEstimate: estimated
+            remainingIsEstimate: estimated, longestRemainingSeconds: longest
         )
     }
 

@@ -20,13 +20,18 @@ public struct BoardSummary: Sendable, Hashable {
     /// `remainingBytes` counts waiting downloads of unknown length at the average length seen so
     /// far: the ETA is shown as an estimate (`ETA ~1m12s`).
     public var remainingIsEstimate: Bool
+    /// The longest time a running download still needs at its own speed: the whole can end no
+    /// sooner (the total speed shared out evenly would say so, with one download held by its own
+    /// rate limit).
+    public var longestRemainingSeconds: Double?
 
     /// Creates a summary.
     public init(
         done: Int = 0, active: Int = 0, waiting: Int = 0, failed: Int = 0, bytesPerSecond: Double = 0,
-        remainingBytes: Int? = nil, retrying: Int = 0, remainingIsEstimate: Bool = false
+        remainingBytes: Int? = nil, retrying: Int = 0, remainingIsEstimate: Bool = false, longestRemainingSeconds: Double? = nil
     ) {
         self.remainingIsEstimate = remainingIsEstimate
+        self.longestRemainingSeconds = longestRemainingSeconds
         self.done = done
         self.active = active
         self.waiting = waiting
@@ -123,7 +128,7 @@ public struct ProgressBoard: Sendable, Hashable {
     /// alone do not fit do the counts become `[d12 a4 w184 f1]` (with the speed and ETA again when
     /// they fit beside that).
     /// The ETA is shown only when some bytes remain and their number is known (`--` at zero speed),
-    /// with `~` when that number is an estimate.
+    /// with `~` when that number is an estimate; never sooner than the slowest running download's own.
     public func summaryLine(_ summary: BoardSummary) -> String {
         let s = summary
         // Retrying downloads are counted only while there are some.
@@ -133,7 +138,11 @@ public struct ProgressBoard: Sendable, Hashable {
         let speed = ByteFormatting.rate(s.bytesPerSecond)
         let remaining = s.remainingBytes.flatMap { $0 > 0 ? $0 : nil }
         let estimate = s.remainingIsEstimate && s.bytesPerSecond > 0 ? "~" : ""
-        let eta = remaining.map { "ETA " + estimate + Self.eta(remaining: $0, bytesPerSecond: s.bytesPerSecond) }
+        let eta = remaining.map { remaining in
+            guard s.bytesPerSecond > 0 else { return "ETA " + Self.eta(remaining: remaining, bytesPerSecond: 0) }
+            let seconds = max(Double(remaining) / s.bytesPerSecond, s.longestRemainingSeconds ?? 0)
+            return "ETA " + estimate + ByteFormatting.duration(seconds)
+        }
         let tail = [speed] + (eta.map { [$0] } ?? [])
         let variants: [[String]] = [[long] + tail, [long, speed], [long], [short] + tail, [short, speed], [short]]
         for variant in variants {

@@ -29,7 +29,8 @@ struct BoardStateTests {
         #expect(state.active.map(\.completedBytes) == [40, 50])
         // 210 for a and b, and the three waiting at their average length (150) each, estimated.
         #expect(state.summary() == BoardSummary(
-            done: 0, active: 2, waiting: 3, failed: 0, bytesPerSecond: 5, remainingBytes: 210 + 450, remainingIsEstimate: true
+            done: 0, active: 2, waiting: 3, failed: 0, bytesPerSecond: 5, remainingBytes: 210 + 450, remainingIsEstimate: true,
+            longestRemainingSeconds: 150.0 / 5
         ))
     }
 
@@ -47,7 +48,7 @@ struct BoardStateTests {
         var state = BoardState()
         state.apply(.started(Self.snapshot("a", total: 10, done: 0, speed: 1)))
         state.apply(.started(Self.snapshot("b", total: nil, done: 5, speed: 2)))
-        #expect(state.summary() == BoardSummary(done: 0, active: 2, waiting: 0, failed: 0, bytesPerSecond: 3, remainingBytes: nil))
+        #expect(state.summary() == BoardSummary(done: 0, active: 2, waiting: 0, failed: 0, bytesPerSecond: 3, remainingBytes: nil, longestRemainingSeconds: 10))
         #expect(BoardState().summary() == BoardSummary(done: 0, active: 0, waiting: 0, failed: 0, bytesPerSecond: 0, remainingBytes: 0))
     }
 
@@ -119,9 +120,22 @@ struct BoardStateTests {
         state.apply(.started(Self.snapshot("b", total: 100, done: 90, speed: 10)))
         // b needs 10; w counts as the average of a (300) and b (100).
         #expect(state.summary() == BoardSummary(
-            done: 1, active: 1, waiting: 1, failed: 0, bytesPerSecond: 10, remainingBytes: 10 + 200, remainingIsEstimate: true
+            done: 1, active: 1, waiting: 1, failed: 0, bytesPerSecond: 10, remainingBytes: 10 + 200, remainingIsEstimate: true,
+            longestRemainingSeconds: 1
         ))
         let line = ProgressBoard(width: 120).summaryLine(state.summary())
         #expect(line == "[done 1 · active 1 · waiting 1 · failed 0]  10 B/s  ETA ~21s")
+    }
+
+    /// The whole ends no sooner than its slowest running download at its own speed (held by its own
+    /// rate limit, say), whatever the total speed shared out would say.
+    @Test func theSummaryETAIsNeverSoonerThanTheSlowestRunningDownload() {
+        var state = BoardState()
+        state.apply(.started(Self.snapshot("slow", total: 1000, done: 0, speed: 10)))
+        state.apply(.started(Self.snapshot("fast", total: 1000, done: 0, speed: 990)))
+        #expect(state.summary().longestRemainingSeconds == 100)
+        // 2000 bytes at 1000 B/s would be 2s; the slow one needs 1m40s.
+        let line = ProgressBoard(width: 120).summaryLine(state.summary())
+        #expect(line.hasSuffix("ETA 1m40s"), "\(line)")
     }
 }
