@@ -152,6 +152,16 @@ enum DownloadTable {
         value == value.rounded() ? "\(Int(value))s" : "\(value)s"
     }
 
+    /// An error for the 40 columns of the table: without the download's URL, which the row shows
+    /// (or its path does), so that what went wrong fits ("sha-256 mismatch: expected …, got …"
+    /// rather than "sha-256 mismatch for http://…"). `--long` and `ls ID` show it whole.
+    static func shortError(_ error: String, url: String) -> String {
+        guard !url.isEmpty, error.contains(url) else { return error }
+        var short = error
+        for joint in [" for ", " from ", " to ", " of "] { short = short.replacingOccurrences(of: joint + url, with: "") }
+        return short.replacingOccurrences(of: url, with: "…")
+    }
+
     /// - Parameter fullErrors: Errors in full (`--long`) rather than cut to 40 columns.
     static func render(_ downloads: [Download], fullErrors: Bool = false) -> [String] {
         let header = ["ID", "STATE", "DONE", "SIZE", "SPEED/ERROR", "PATH"]
@@ -160,7 +170,7 @@ enum DownloadTable {
             let size = download.totalBytes.map(ByteFormatting.format) ?? "?"
             let speedOrError: String
             if let error = download.error {
-                speedOrError = error
+                speedOrError = fullErrors ? error : shortError(error, url: download.url)
             } else if download.state == .active {
                 speedOrError = ByteFormatting.rate(download.bytesPerSecond)
             } else {

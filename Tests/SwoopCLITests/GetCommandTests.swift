@@ -265,6 +265,13 @@ struct GetCommandTests: CLISuite {
         #expect(result.status == 6)
         #expect(result.stderrLines == ["swoop: error: sha-256 mismatch for \(server.url("/a.bin")): expected \(wrong), got \(digest(body))"])
         #expect(files().isEmpty)
+        // `ls` has 40 columns for the error: what went wrong, without the URL its row shows already.
+        let listed = try await SwoopBinary.run(["ls", "--state-dir", state], in: root)
+        let row = try #require(listed.stdoutLines.last)
+        #expect(row.contains("failed") && row.contains("sha-256 mismatch: expected aaaaaaaa"), "\(listed.stdout)")
+        #expect(!row.contains("mismatch for"), "\(listed.stdout)")
+        let long = try await SwoopBinary.run(["ls", "--long", "--state-dir", state], in: root)
+        #expect(long.stdout.contains("sha-256 mismatch for \(server.url("/a.bin")): expected \(wrong), got \(digest(body))"), "\(long.stdout)")
     }
 
     @Test func headersAndUserAgentAreSent() async throws {
