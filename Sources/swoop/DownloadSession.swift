@@ -84,10 +84,12 @@ struct DownloadSession {
             )
         )
         let runner = Task { try await group.run() }
-        let interruption = Interruption { [console, resumeCommand] in
-            // What is saved is what the last checkpoints saved: a few seconds' bytes at most are fetched again.
-            console.notice("stopped at once by a second Ctrl-C. Run `\(resumeCommand)` (or the same command) to continue.")
-        }
+        // What is saved is what the last checkpoints saved: a few seconds' bytes at most are fetched
+        // again. Written as it is, not through the console, whose lock a write blocked on stderr may
+        // hold: nothing may keep this exit from happening. On a terminal it starts a line of its own.
+        let lastWords = (console.isTerminal ? "\n" : "")
+            + "swoop: stopped at once by Ctrl-C during the shutdown. Run `\(resumeCommand)` (or the same command) to continue.\n"
+        let interruption = Interruption { _ = Array(lastWords.utf8).withUnsafeBytes { WriteAll.write(STDERR_FILENO, $0) } }
         interruption.onSignal { Task { await group.triggerGracefulShutdown() } }
 
         var status = ExitStatus.success

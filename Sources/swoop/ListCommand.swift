@@ -156,10 +156,15 @@ enum DownloadTable {
     /// (or its path does), so that what went wrong fits ("sha-256 mismatch: expected …, got …"
     /// rather than "sha-256 mismatch for http://…"). `--long` and `ls ID` show it whole.
     static func shortError(_ error: String, url: String) -> String {
-        guard !url.isEmpty, error.contains(url) else { return error }
-        var short = error
-        for joint in [" for ", " from ", " to ", " of "] { short = short.replacingOccurrences(of: joint + url, with: "") }
-        return short.replacingOccurrences(of: url, with: "…")
+        guard !url.isEmpty else { return error }
+        for joint in [" for ", " from "] {
+            // The URL whole: not the start of a longer one (a mirror's).
+            guard let range = error.range(of: joint + url),
+                range.upperBound == error.endIndex || [":", ",", " ", ")"].contains(error[range.upperBound])
+            else { continue }
+            return error.replacingCharacters(in: range, with: "")
+        }
+        return error
     }
 
     /// - Parameter fullErrors: Errors in full (`--long`) rather than cut to 40 columns.

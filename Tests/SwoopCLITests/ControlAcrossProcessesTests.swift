@@ -244,7 +244,7 @@ struct ControlAcrossProcessesTests: CLISuite {
         running.signal(SIGINT)
         let result = await running.wait(timeout: .seconds(5))
         #expect(result.status == 130)
-        #expect(result.stderrLines.last == "swoop: stopped at once by a second Ctrl-C. Run `swoop resume --state-dir \(state)` (or the same command) to continue.")
+        #expect(result.stderrLines.last == "swoop: stopped at once by Ctrl-C during the shutdown. Run `swoop resume --state-dir \(state)` (or the same command) to continue.")
         holder.signal(SIGKILL)
         _ = await holder.wait()
         let again = try await swoop("get", ["-d", out, "--retry-wait", "0.01", server.url("/again.bin")])

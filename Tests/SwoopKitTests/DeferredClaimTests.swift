@@ -81,6 +81,33 @@ struct DeferredClaimTests {
         #expect(f.files() == ["w.bin"])
     }
 
+    /// A pause while it waits for such a writer ends the run paused, as a pause during a transfer
+    /// does: not failed with a cancellation.
+    @Test func aPauseWhileWaitingForAnUnclaimedWriterPauses() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        f.serve("/p.bin", size: 120_000)
+        let store = InMemoryDownloadStore()
+        var record = f.record("/p.bin")
+        (record.fileName, record.state) = ("p.bin", .interrupted)
+        try store.save(record)
+        let writer = try #require(try PartFile.open(f.path("p.bin.swoop"), exclusive: true))
+        #expect(writer.tag("0123456789abcdef"))
+        defer { writer.unlock() }
+        let run = try f.start(store: store)
+        let id = try await run.manager.add(try f.request("/p.bin"))
+        #expect(id == record.id)
+        try await Task.sleep(for: .milliseconds(300))
+        try await run.manager.pause(id)
+        #expect(await run.waitForTerminal([id]))
+        guard case .paused? = run.events.terminal(id).first else {
+            Issue.record("expected a pause, got \(run.events.terminal(id))")
+            return
+        }
+        #expect(try store.record(id: id)?.state == .paused)
+        await run.stop()
+    }
+
     /// A file over the limit claims its name before its first byte, as before.
     @Test func aLargerFileClaimsBeforeItsFirstByte() async throws {
         let f = try await Fixture.make()

@@ -52,20 +52,35 @@ final class PartFile: Sendable {
     /// - Throws: ``SwoopError/Code/inUse`` when another process holds it; a file-system error otherwise.
     static func open(_ path: String, exclusive: Bool) throws -> PartFile? {
         let flags = O_RDWR | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : 0)
-        let fd = Glibc.open(path, flags, 0o644)
-        if fd < 0 {
-            if exclusive && errno == EEXIST { return nil }
-            throw SwoopError.fileSystem("create", path: path, errno: errno)
-        }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            _ = Glibc.close(fd)
-            if code == EWOULDBLOCK {
-                throw SwoopError(.inUse, "\(path) is being downloaded by another swoop process")
+        // A few times: a holder that removes the file and then lets it go can leave the lock taken
+        // here on a file no longer at `path` (opened before the removal, locked after).
+        for _ in 0..<3 {
+            let fd = Glibc.open(path, flags, 0o644)
+            if fd < 0 {
+                if exclusive && errno == EEXIST { return nil }
+                throw SwoopError.fileSystem("create", path: path, errno: errno)
             }
-            throw SwoopError.fileSystem("lock", path: path, errno: code)
+            if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                let code = errno
+                _ = Glibc.close(fd)
+                if code == EWOULDBLOCK {
+                    throw SwoopError(.inUse, "\(path) is being downloaded by another swoop process")
+                }
+                throw SwoopError.fileSystem("lock", path: path, errno: code)
+            }
+            if exclusive || isStill(fd, at: path) { return PartFile(path: path, fd: fd) }
+            _ = flock(fd, LOCK_UN)
+            _ = Glibc.close(fd)
         }
-        return PartFile(path: path, fd: fd)
+        throw SwoopError(.inUse, "\(path) is being removed and made again by another download")
+    }
+
+    /// Whether the open file `fd` is still the one at `path`.
+    private static func isStill(_ fd: Int32, at path: String) -> Bool {
+        var opened = stat()
+        var named = stat()
+        guard fstat(fd, &opened) == 0, stat(path, &named) == 0 else { return false }
+        return opened.st_dev == named.st_dev && opened.st_ino == named.st_ino
     }
 
     /// The extended attribute that names the download a part file was made for, while that

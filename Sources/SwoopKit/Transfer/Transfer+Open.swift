@@ -81,18 +81,7 @@ extension Transfer {
         if let segments = record.segments {
             return try reopenSegments(segments, partPath: partPath)
         }
-        let opened: PartFile?
-        do {
-            opened = try PartFile.open(partPath, exclusive: false)
-        } catch let error as SwoopError where error.code == .inUse {
-            // Another download made the file for a name it has not claimed yet (a fresh small
-            // file's claim waits for its finish, its file tagged meanwhile: `claimFile`). The store
-            // names the file this download's, so that one is refused at its finish and lets go:
-            // ``openWaitingForUnclaimedWriters()`` waits for it.
-            guard let tag = PartFile.taggedDownload(path: partPath), tag != record.id.rawValue else { throw error }
-            throw SwoopError(.inUse, "\(partPath) is being written by another download that has not claimed it", isRetryable: true)
-        }
-        guard let file = opened else { return }
+        guard let file = try openOwnPartFile(partPath) else { return }
         let others = Self.isOthers(file, id: record.id)
         let trusted = others ? 0 : record.trustedBytes(fileSize: try file.size(), currentBootID: bootID)
         try file.truncate(to: trusted)
@@ -104,13 +93,28 @@ extension Transfer {
         try checkpoint(force: true)
     }
 
+    /// Opens the part file the record names (made if missing). One held by another download that
+    /// made it for a name it has not claimed yet (a fresh small file's claim waits for its finish,
+    /// its file tagged meanwhile: `claimFile`), or gone since that one let it go, is a retryable
+    /// `inUse`: the store names the file this download's, so that one is refused at its finish and
+    /// lets go, and ``openWaitingForUnclaimedWriters()`` waits for it.
+    func openOwnPartFile(_ partPath: String) throws -> PartFile? {
+        do {
+            return try PartFile.open(partPath, exclusive: false)
+        } catch let error as SwoopError where error.code == .inUse {
+            let tag = PartFile.taggedDownload(path: partPath)
+            guard !FileSystem.exists(partPath) || (tag != nil && tag != record.id.rawValue) else { throw error }
+            throw SwoopError(.inUse, "\(partPath) is being written by another download that has not claimed it", isRetryable: true)
+        }
+    }
+
     /// Reopens a download split into segments. Its part file has holes, so its length says nothing:
     /// each segment's recorded progress is trusted in the same boot, its flushed progress after a
     /// reboot. Segments that do not add up to the file, or a missing part file, start it over.
     func reopenSegments(_ segments: [Segment], partPath: String) throws {
         let plan = record.totalBytes.map { SegmentPlan(total: $0, segments: segments) }
         guard let plan, plan.isConsistent, FileSystem.exists(partPath),
-            let file = try PartFile.open(partPath, exclusive: false)
+            let file = try openOwnPartFile(partPath)
         else {
             emit(.notice(snapshot(), "the saved segments of \(record.url) cannot be trusted; starting over"))
             if FileSystem.exists(partPath), let file = try? PartFile.open(partPath, exclusive: false) { part = file }

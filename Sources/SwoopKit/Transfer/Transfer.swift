@@ -178,7 +178,12 @@ final class Transfer {
             do {
                 return try await (opensWithoutSaving ? open() : onDisk { try $0.open() })
             } catch let error as SwoopError where error.code == .inUse && error.isRetryable && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+                do {
+                    try await Task.sleep(for: .milliseconds(20))
+                } catch {
+                    // A pause or Ctrl-C while waiting ends the run as one during a transfer does.
+                    throw await interrupted(by: error)
+                }
             }
         }
     }
