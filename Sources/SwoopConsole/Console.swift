@@ -150,8 +150,8 @@ public final class Console: Sendable {
             if state.region.isEmpty {
                 write(line + "\n", to: stream)
             } else if stream == STDERR_FILENO {
-                let erase = LiveRegion.frame(previousLineCount: state.region.count, lines: [])
-                write(erase + line + "\n" + LiveRegion.frame(previousLineCount: 0, lines: state.currentRegion()), to: STDERR_FILENO)
+                let shown = state.region.count
+                write(LiveRegion.printAbove(line + "\n", previousLineCount: shown, lines: state.currentRegion()), to: STDERR_FILENO)
             } else {
                 // A result for stdout, which may be the same terminal: the board steps aside for it.
                 write(LiveRegion.frame(previousLineCount: state.region.count, lines: []), to: STDERR_FILENO)

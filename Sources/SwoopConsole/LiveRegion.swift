@@ -34,9 +34,11 @@ public enum LiveRegion: Sendable {
     ///
     /// - Parameters:
     ///   - text: What to print, ending in a newline.
-    ///   - lines: The region's lines, on screen now and again after `text`.
+    ///   - previousLineCount: How many lines the region has on screen now, when not `lines.count`
+    ///     (a region drawn again with fewer lines).
+    ///   - lines: The region's lines, drawn again after `text`.
     /// - Returns: One string to write with a single `write(2)`.
-    public static func printAbove(_ text: String, lines: [String]) -> String {
-        frame(previousLineCount: lines.count, lines: []) + text + frame(previousLineCount: 0, lines: lines)
+    public static func printAbove(_ text: String, previousLineCount: Int? = nil, lines: [String]) -> String {
+        frame(previousLineCount: previousLineCount ?? lines.count, lines: []) + text + frame(previousLineCount: 0, lines: lines)
     }
 }
