@@ -3,12 +3,14 @@
 
 Run by scripts/bench (BENCH_SUITES="many"), or directly:
 
-    python3 scripts/bench-many.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--count 2000] [--size 65536] [--work DIR] [--baseline OTHER_SWOOP]
+    python3 scripts/bench-many.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--count 2000] [--size 65536] [--work DIR] [--baseline OTHER_SWOOP] [--ahc-floor scripts/ahc-floor/.build/release/ahc-floor]
 
 A private nginx on 127.0.0.1 serves COUNT files of SIZE bytes. Each tool fetches them all with 16
 at once: `swoop get -i LIST -j 16`, `aria2c -i LIST -j 16`, `curl --parallel --parallel-max 16`,
 and `curl+sync`: the same curl followed by `sync -f` of the directory, the durability Swoop gives
-(every file flushed before it has its name). Every output is checked by sha-256 (one digest for
+(every file flushed before it has its name). With --ahc-floor, also `ahc` (scripts/ahc-floor): the
+same files fetched with AsyncHTTPClient, configured as Swoop configures it, and nothing else (no
+store, lock, part file or flush), the floor of Swoop's own work. Every output is checked by sha-256 (one digest for
 all: the files are the same bytes). Each tool runs RUNS times (3), the rounds in rotated order,
 each run into a fresh directory under --work (a tmpfs measures the engine, a disk the flushes).
 Prints the median run's wall time, files per second, CPU seconds and peak RSS, and Swoop's
@@ -53,11 +55,14 @@ def main():
     parser.add_argument("--work")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS))
     parser.add_argument("--baseline", help="another swoop binary, run as the tool swoop-base beside swoop (an A/B)")
+    parser.add_argument("--ahc-floor", help="scripts/ahc-floor's binary, run as the tool ahc: AsyncHTTPClient alone, the floor")
     args = parser.parse_args()
-    benchlib.cache_binaries(args.swoop, "curl", "aria2c", *([args.baseline] if args.baseline else []))
+    benchlib.prepare_binaries(args.swoop, "curl", "aria2c", *[b for b in (args.baseline, args.ahc_floor) if b])
     tools = args.tools.split(",")
     if args.baseline:
         tools.insert(tools.index("swoop") + 1 if "swoop" in tools else 0, "swoop-base")
+    if args.ahc_floor and "ahc" not in tools:
+        tools.append("ahc")
     work = args.work or tempfile.mkdtemp(prefix="swoop-bench-many.")
     www = os.path.join(work, "www")
     os.makedirs(www, exist_ok=True)
@@ -117,6 +122,8 @@ def run_tool(tool, args, work, run, listing, urls, names, digest):
     state = os.path.join(work, f"state-{tool}-{run}")
     if tool in ("swoop", "swoop-base"):
         cmd = [args.swoop if tool == "swoop" else args.baseline, "get", "-q", "-i", listing, "-j", "16", "--state-dir", state, "-d", out]
+    elif tool == "ahc":
+        cmd = [args.ahc_floor, listing, out, "16"]
     elif tool == "aria2c":
         cmd = ["aria2c", "-q", "-i", listing, "-j", "16", "--file-allocation=none", "-d", out]
     else:

@@ -106,7 +106,7 @@ def main():
     parser.add_argument("--work")
     parser.add_argument("--shaper", choices=["nginx", "kernel"], default="nginx")
     args = parser.parse_args()
-    benchlib.cache_binaries(args.swoop, "aria2c")
+    benchlib.prepare_binaries(args.swoop, "aria2c")
     size = parse_size(args.size)
     if args.shaper == "kernel" and os.environ.get("BENCH_MIRRORS_NETNS") != "1":
         # Again, inside a network namespace of its own, where the loopback can be shaped.

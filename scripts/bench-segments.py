@@ -137,7 +137,7 @@ def main():
     parser.add_argument("--connections", default="1,4,8")
     parser.add_argument("--work")
     args = parser.parse_args()
-    benchlib.cache_binaries(args.swoop, "aria2c", "axel", "curl")
+    benchlib.prepare_binaries(args.swoop, "aria2c", "axel", "curl")
     SWOOP = args.swoop
     size = parse_size(args.size)
     work = args.work or tempfile.mkdtemp(prefix="swoop-bench-segments.")
