@@ -43,8 +43,41 @@ struct DownloadLockTests {
         let again = try DownloadLock.acquire(key: "one", in: directory, what: "x")
         again.release()
         second.release()
-        #expect(LockFiles.shared.descriptor(of: directory + "/downloads.lock") == nil)
+        #expect(LockFiles.shared.openCount(at: directory + "/downloads.lock") == 0)
         #expect(second.descriptor == nil)
+    }
+
+    /// `downloads.lock` removed while this process holds a lock in it, and made again by another
+    /// process that locks a download there: this process must find that lock, not take the download
+    /// again in the removed file it still has open. (Another open file description stands in for
+    /// the other process: its byte-range locks conflict with ours as another process's do.)
+    @Test func aLockFileMadeAgainIsTheOneLockedNotTheRemovedOneStillOpen() throws {
+        let path = directory + "/downloads.lock"
+        let kept = try DownloadLock.acquire(key: "kept", in: directory, what: "kept")
+        let old = try #require(kept.descriptor)
+        #expect(unlink(path) == 0)
+        let other = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        #expect(other >= 0)
+        defer { close(other) }
+        var byte = flock()
+        byte.l_type = Int16(F_WRLCK)
+        byte.l_whence = Int16(SEEK_SET)
+        byte.l_start = DownloadLock.lockedByte(of: "taken")
+        byte.l_len = 1
+        #expect(fcntl(other, DownloadLock.ofdSetLock, &byte) == 0)
+
+        let error = #expect(throws: SwoopError.self) { try DownloadLock.acquire(key: "taken", in: directory, what: "taken") }
+        #expect(error?.code == .inUse)
+        #expect(LockFiles.shared.openCount(at: path) == 1)
+        // A new lock goes into the file now at the path, beside the removed one still held.
+        let fresh = try DownloadLock.acquire(key: "fresh", in: directory, what: "fresh")
+        #expect(try #require(fresh.descriptor) != old)
+        #expect(LockFiles.shared.openCount(at: path) == 2)
+        fresh.release()
+        #expect(LockFiles.shared.openCount(at: path) == 1)
+        #expect(kept.descriptor == old)
+        kept.release()
+        #expect(LockFiles.shared.openCount(at: path) == 0)
     }
 
     @Test func aLockIsFreeAgainWhenItsHolderGoesAway() throws {

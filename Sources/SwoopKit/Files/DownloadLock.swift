@@ -28,7 +28,7 @@ final class DownloadLock: Sendable {
 
     /// The locked file's descriptor while held (for tests).
     var descriptor: Int32? {
-        held.withLockedValue { held in held.flatMap { LockFiles.shared.descriptor(of: $0.path) } }
+        held.withLockedValue { held in held.flatMap { LockFiles.shared.descriptor(of: $0.path, holding: $0.byte) } }
     }
 
     /// Lets the lock go now, rather than when the last reference goes. Later calls do nothing.
@@ -113,6 +113,9 @@ final class DownloadLock: Sendable {
         guard fcntl(fd, ofdGetLock, &lock) == 0 else { return false }
         return lock.l_type != Int16(F_UNLCK)
     }
+
+    /// The byte locked for `key` (for tests).
+    static func lockedByte(of key: String) -> off_t { place(of: key).lock.l_start }
 
     /// The byte locked for `key` and its pid slot. High offsets for the locks, a low table for the
     /// pids: the two never overlap.
