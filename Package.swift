@@ -47,8 +47,8 @@ let functionOrder: [String] = [
 /// The C++ runtime (libstdc++, which the Swift runtime and Foundation's ICU use) from its static
 /// archive, where the machine has one (Debian's and Ubuntu's `libstdc++-N-dev`, which `-lstdc++` needs
 /// anyway; Fedora's `libstdc++-static`): the shared library's relocated tables and the pages around
-/// the few functions used were 0.7 MiB of every run's resident memory (1 GiB `get`: 23.9 → 23.1 MiB,
-/// `--version` 14.7 → 13.9). The driver names `-lstdc++` itself; lld looks in `-L` directories in
+/// the few functions used were about 0.9 MiB of every run's resident memory (1 GiB `get` onto disk,
+/// median of 5 with the binaries paged in by demand: 23.6 → 22.7 MiB; `--version` 14.7 → 13.9). The driver names `-lstdc++` itself; lld looks in `-L` directories in
 /// order and finds `linker/static-libstdc++/libstdc++.so` first, a linker script naming the archive.
 let staticLibstdcxx: [String] = {
     #if canImport(Glibc)
