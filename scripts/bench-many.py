@@ -57,6 +57,12 @@ def main():
     parser.add_argument("--baseline", help="another swoop binary, run as the tool swoop-base beside swoop (an A/B)")
     parser.add_argument("--ahc-floor", help="scripts/ahc-floor's binary, run as the tool ahc: AsyncHTTPClient alone, the floor")
     args = parser.parse_args()
+    # The tools run with their output directory as the working directory: a relative path would
+    # name nothing there.
+    for name in ("swoop", "baseline", "ahc_floor"):
+        path = getattr(args, name)
+        if path and os.sep in path:
+            setattr(args, name, os.path.abspath(path))
     benchlib.prepare_binaries(args.swoop, "curl", "aria2c", *[b for b in (args.baseline, args.ahc_floor) if b])
     tools = args.tools.split(",")
     if args.baseline:
@@ -64,8 +70,20 @@ def main():
     if args.ahc_floor and "ahc" not in tools:
         tools.append("ahc")
     work = args.work or tempfile.mkdtemp(prefix="swoop-bench-many.")
+    try:
+        rows, file_system = measure(args, tools, work)
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    report(args, tools, rows, file_system, work)
+
+
+def measure(args, tools, work):
+    """Every run of every tool; returns ({tool: [(wall s, CPU s, peak RSS MiB)]}, the file system's type)."""
     www = os.path.join(work, "www")
     os.makedirs(www, exist_ok=True)
+    file_system = subprocess.run(["df", "--output=fstype", work], capture_output=True, text=True).stdout.split()[-1:]
+    file_system = file_system[0] if file_system else ""
     body = os.urandom(args.size)
     digest = hashlib.sha256(body).hexdigest()
     names = [f"f{i:05d}.bin" for i in range(args.count)]
@@ -91,11 +109,16 @@ def main():
             for tool in tools:
                 shutil.rmtree(os.path.join(work, f"out-{tool}-{run}"), ignore_errors=True)
                 shutil.rmtree(os.path.join(work, f"state-{tool}-{run}"), ignore_errors=True)
-    if not args.work:
-        shutil.rmtree(work, ignore_errors=True)
+    return rows, file_system
+
+
+def report(args, tools, rows, file_system, work):
     # The median run of each tool by wall time.
     medians = {tool: sorted(runs)[len(runs) // 2] for tool, runs in rows.items()}
-    print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive; median of {args.runs}; into {work})")
+    place = work if args.work else "a temporary directory, removed"
+    print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive; median of {args.runs}; into {file_system or 'an unknown file system'}: {place})")
+    print()
+    print(f"Every file of every run was checked: its sha-256 is the source's.")
     print()
     print("| tool | wall s | files/s | CPU s | peak RSS MiB | all runs (wall s) |")
     print("| --- | ---: | ---: | ---: | ---: | --- |")

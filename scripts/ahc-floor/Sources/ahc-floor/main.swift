@@ -2,8 +2,11 @@
 // JOBS (16) at once, each body written to a file named after the URL's last path component as it
 // arrives. No store, no locks, no flush, no part files, no retries, no progress: the floor of
 // Swoop's many-small-files path with the HTTP client it uses, for scripts/bench-many.py to quote
-// beside swoop and curl. Configured as Swoop configures the client (no decompression, no redirects,
-// no tracing spans, one read per wake-up).
+// beside swoop and curl. The client is configured as Swoop's HTTPClientFactory configures it for plain
+// HTTP with the default options (HTTP/1.1, no decompression, no redirects, no tracing spans, no
+// connection retries, 30 s connect and 60 s read timeouts, one 512 KiB read per wake-up). Unlike
+// swoop's release binary it links the Swift runtime as shared libraries and skips swoop's link
+// order, so its peak RSS is not like-for-like; its wall and CPU time are the comparison.
 import AsyncHTTPClient
 import NIOCore
 import NIOPosix
@@ -24,9 +27,21 @@ struct AHCFloor {
         let jobs = arguments.count > 3 ? Int(arguments[3]) ?? 16 : 16
         let urls = list.lines.filter { !$0.isEmpty }
 
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, decompression: .disabled)
+        // As Sources/SwoopKit/HTTP/HTTPClientFactory.swift makes it for plain HTTP with the defaults.
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(30), read: .seconds(60)),
+            decompression: .disabled
+        )
+        configuration.httpVersion = .http1Only
         configuration.tracing.tracer = nil
+        configuration.connectionPool.retryConnectionEstablishment = false
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, jobs)
+        configuration.http1_1ConnectionDebugInitializer = { channel in
+            channel.setOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 1 << 19)).flatMap {
+                channel.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
+            }
+        }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         var failures = 0
         do {
