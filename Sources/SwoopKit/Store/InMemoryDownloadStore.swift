@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 
 /// A ``DownloadStore`` that keeps records in memory only: nothing survives the process.
 public final class InMemoryDownloadStore: DownloadStore {
-    private let records = NIOLockedValueBox<[Download.ID: DownloadRecord]>([:])
+    private let records = NIOLockedValueBox(RecordTable())
     /// Controls for the managers that share this store in one process, oldest first.
     private let posted = NIOLockedValueBox<[PostedControl]>([])
 
@@ -11,24 +11,15 @@ public final class InMemoryDownloadStore: DownloadStore {
     public init() {}
 
     public func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
-        records.withLockedValue { records in
-            records.values.first { $0.url == url && $0.directory == directory && $0.requestedName == requestedName }
-        }
+        records.withLockedValue { $0.record(for: DownloadKey(url: url, directory: directory, requestedName: requestedName)) }
     }
 
     public func find(_ keys: [DownloadKey]) throws -> [DownloadRecord] {
-        let byKey = records.withLockedValue { records in
-            Dictionary(records.values.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
-        }
-        return keys.compactMap { byKey[$0] }
+        records.withLockedValue { records in keys.compactMap { records.record(for: $0) } }
     }
 
     public func unfinished(directory: String, fileName: String) throws -> DownloadRecord? {
-        records.withLockedValue { records in
-            records.values.first {
-                $0.directory == directory && $0.fileName == fileName && $0.state != .completed && $0.state != .removed
-            }
-        }
+        records.withLockedValue { $0.unfinished(directory: directory, fileName: fileName) }
     }
 
     public func record(id: Download.ID) throws -> DownloadRecord? {
