@@ -265,7 +265,7 @@ struct DownloadSession {
         if global.json { return printJSON(download) }
         let size = download.totalBytes ?? download.completedBytes
         let path = download.destination ?? download.url
-        console.result("\(path)\(suffix) (\(ByteFormatting.format(size)), \(size) bytes)\(timing)")
+        console.result("\(path)\(suffix) (\(ByteFormatting.sizeAndCount(size)))\(timing)")
     }
 
     /// ` in 2.3s at 1.95 MiB/s` for a download that took a second or more (a quicker one's line

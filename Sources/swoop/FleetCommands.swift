@@ -168,7 +168,7 @@ enum FleetTable {
 
     /// One download in full, one field a line (`swoop ls --store ID`), with its parts when split.
     static func details(_ entry: CatalogueEntry, parts: [CatalogueEntry]) -> String {
-        let size = entry.totalBytes.map { "\(ByteFormatting.format($0)) (\($0) bytes)" } ?? "unknown"
+        let size = entry.totalBytes.map { ByteFormatting.sizeAndCount($0, countInParentheses: true) } ?? "unknown"
         var lines = [
             "id:     \(entry.id.rawValue)",
             "url:    \(entry.urls.first ?? "")",

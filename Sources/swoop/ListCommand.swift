@@ -109,7 +109,7 @@ enum DownloadTable {
     /// One download in full, one field a line (`swoop ls ID`), with what is stored of how it was
     /// asked for (`record`).
     static func details(_ download: Download, record: DownloadRecord? = nil) -> String {
-        let size = download.totalBytes.map { "\(ByteFormatting.format($0)) (\($0) bytes)" } ?? "unknown"
+        let size = download.totalBytes.map { ByteFormatting.sizeAndCount($0, countInParentheses: true) } ?? "unknown"
         let done = download.fractionCompleted.map { String(format: "%.1f%%", $0 * 100) + ", " } ?? ""
         var lines = [
             "id:     \(download.id.rawValue)",

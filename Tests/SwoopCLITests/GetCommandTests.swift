@@ -242,6 +242,11 @@ struct GetCommandTests: CLISuite {
         let plain = try await SwoopBinary.run(["--state-dir", state, "-d", out, server.url("/h.bin")], in: root)
         #expect(plain.status == 0, "\(plain.stderr)")
         #expect(plain.stdoutLines == ["\(out)/h.bin (4.88 KiB, 5000 bytes)"])
+        // Under 1 KiB the size is exact already: said once.
+        let tinyBody = serve("/tiny.bin", size: 12)
+        let tiny = try await SwoopBinary.run(["--state-dir", state, "-d", out, server.url("/tiny.bin")], in: root)
+        #expect(tiny.stdoutLines == ["\(out)/tiny.bin (12 bytes)"])
+        #expect(digest(out + "/tiny.bin") == digest(tinyBody))
         // wget's -O and -P, curl's -c and -L, aria2's -s; a URL without a scheme is http.
         let bare = String(server.url("/h.bin").dropFirst("http://".count))
         let aliases = try await SwoopBinary.run(

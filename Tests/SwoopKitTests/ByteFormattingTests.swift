@@ -45,6 +45,16 @@ struct ByteFormattingTests {
         (Int.min, "-8.00 EiB"),
     ]
 
+    /// A result line's size: the exact count is added only where the short form rounds.
+    @Test(arguments: [
+        (0, "0 bytes", "0 bytes"), (1, "1 byte", "1 byte"), (12, "12 bytes", "12 bytes"), (1023, "1023 bytes", "1023 bytes"),
+        (1024, "1.00 KiB, 1024 bytes", "1.00 KiB (1024 bytes)"), (123_456, "121 KiB, 123456 bytes", "121 KiB (123456 bytes)"),
+    ])
+    func sizeAndCount(bytes: Int, listed: String, parenthesized: String) {
+        #expect(ByteFormatting.sizeAndCount(bytes) == listed)
+        #expect(ByteFormatting.sizeAndCount(bytes, countInParentheses: true) == parenthesized)
+    }
+
     @Test(arguments: sizes)
     func format(_ bytes: Int, _ expected: String) {
         #expect(ByteFormatting.format(bytes) == expected)

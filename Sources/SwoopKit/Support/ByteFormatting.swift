@@ -21,6 +21,15 @@ public enum ByteFormatting: Sendable {
         return bytes < 0 ? "-" + text : text
     }
 
+    /// A size as ``format(_:)`` shows it and its exact count, `"121 KiB, 123456 bytes"` (or
+    /// `"121 KiB (123456 bytes)"` with `countInParentheses`); only the count where ``format(_:)`` is
+    /// exact already (under 1 KiB): `"12 bytes"`, `"1 byte"`.
+    public static func sizeAndCount(_ bytes: Int, countInParentheses: Bool = false) -> String {
+        let count = bytes == 1 ? "1 byte" : "\(bytes) bytes"
+        guard bytes.magnitude >= 1024 else { return count }
+        return countInParentheses ? "\(format(bytes)) (\(count))" : "\(format(bytes)), \(count)"
+    }
+
     /// Formats a transfer rate like ``format(_:)`` followed by `/s`, such as `"12.3 MiB/s"`.
     ///
     /// - Parameter bytesPerSecond: The rate; rates beyond 8 EiB/s are shown as 8 EiB/s.
