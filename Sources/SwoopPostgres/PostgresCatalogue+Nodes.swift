@@ -48,7 +48,7 @@ extension PostgresCatalogue {
     }
 
     public func leave(node: String, instance: String) async throws {
-        try await withErrors("taking a node off the list of") { [self] in
+        _ = try await withErrors("taking a node off the list of") { [self] in
             try await client.query("DELETE FROM swoop_nodes WHERE name = \(node) AND (\(instance) = '' OR instance = \(instance))", logger: logger)
         }
     }

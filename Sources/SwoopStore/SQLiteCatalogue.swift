@@ -170,7 +170,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
                 let row = try GRDB.Row.fetchOne(db, sql: "SELECT instance, beat_at FROM catalogue_nodes WHERE name = ?", arguments: [beat.name])
                 if let row, (row[0] as String) != beat.instance, (row[1] as Double) >= now - lease.seconds { return beat.name }
                 try db.execute(sql: "DELETE FROM catalogue_nodes WHERE name = ?", arguments: [beat.name])
-                try Self.record(beat, db, now: now, first: true)
+                _ = try Self.record(beat, db, now: now, first: true)
                 return nil
             }
         }

@@ -142,7 +142,7 @@ extension FleetMember {
             } catch {
                 outcome = .failed("bytes \(part.start)-\(part.end) of \(part.fileName): \((error as? SwoopError)?.message ?? "\(error)")")
             }
-            await self.partEnded(id, outcome)
+            self.partEnded(id, outcome)
         }
         parts[id] = PartRun(claim: claim, transfer: transfer, task: task, stoppedAs: nil)
     }
@@ -252,7 +252,7 @@ extension FleetMember {
             } catch {
                 outcome = .failed((error as? SwoopError)?.message ?? "\(error)")
             }
-            await self.finished(claim, outcome, parts: count)
+            self.finished(claim, outcome, parts: count)
         }
         tasks[claim.id] = task
     }
