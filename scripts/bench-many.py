@@ -63,6 +63,8 @@ def main():
         path = getattr(args, name)
         if path and os.sep in path:
             setattr(args, name, os.path.abspath(path))
+    if args.work:
+        args.work = os.path.abspath(args.work)
     benchlib.prepare_binaries(args.swoop, "curl", "aria2c", *[b for b in (args.baseline, args.ahc_floor) if b])
     tools = args.tools.split(",")
     if args.baseline:
