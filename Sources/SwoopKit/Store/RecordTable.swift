@@ -4,7 +4,7 @@
 /// for each made adding and finishing thousands of downloads quadratic: 2,000 small files spent a
 /// tenth of their CPU time copying records to compare names.
 struct RecordTable {
-    private(set) var byID: [Download.ID: DownloadRecord] = [:]
+    private var byID: [Download.ID: DownloadRecord] = [:]
     private var byKey: [DownloadKey: Set<Download.ID>] = [:]
     private var byFile: [FileKey: Set<Download.ID>] = [:]
 
@@ -12,15 +12,9 @@ struct RecordTable {
         var directory: String
         var fileName: String
 
-        init?(_ record: DownloadRecord) {
-            guard let fileName = record.fileName else { return nil }
-            self.directory = record.directory
-            self.fileName = fileName
-        }
-
-        init(directory: String, fileName: String) {
-            self.directory = directory
-            self.fileName = fileName
+        /// The file `record` names, if it names one yet.
+        static func of(_ record: DownloadRecord) -> FileKey? {
+            record.fileName.map { FileKey(directory: record.directory, fileName: $0) }
         }
     }
 
@@ -61,7 +55,7 @@ struct RecordTable {
             if let oldKey { Self.remove(id, at: oldKey, from: &byKey) }
             if let newKey { byKey[newKey, default: []].insert(id) }
         }
-        let (oldFile, newFile) = (old.flatMap(FileKey.init), new.flatMap(FileKey.init))
+        let (oldFile, newFile) = (old.flatMap(FileKey.of), new.flatMap(FileKey.of))
         if oldFile != newFile {
             if let oldFile { Self.remove(id, at: oldFile, from: &byFile) }
             if let newFile { byFile[newFile, default: []].insert(id) }
