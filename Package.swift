@@ -193,7 +193,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "SwoopStoreTests", dependencies: ["SwoopStore", "SwoopKit"]),
+        .testTarget(name: "SwoopStoreTests", dependencies: ["SwoopStore", "SwoopKit", "SwoopTesting"]),
         .testTarget(name: "SwoopFleetTests", dependencies: ["SwoopKit", "SwoopStore", "SwoopPostgres", "SwoopTesting"]),
         .testTarget(name: "SwoopConsoleTests", dependencies: ["SwoopConsole", "SwoopKit"]),
         .testTarget(name: "SwoopRPCTests", dependencies: ["SwoopRPC", "SwoopKit", "SwoopStore", "SwoopTesting"]),

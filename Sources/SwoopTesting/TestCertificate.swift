@@ -28,8 +28,7 @@ public struct TestCertificate: Sendable {
     /// - Throws: ``TestServerError`` with code `certificateGenerationFailed` when `openssl` is
     ///   missing or fails.
     public static func makeSelfSigned() throws -> TestCertificate {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("swoop-cert-\(UUID().uuidString)", isDirectory: true)
+        let directory = URL(fileURLWithPath: scratchPath("swoop-cert"), isDirectory: true)
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {

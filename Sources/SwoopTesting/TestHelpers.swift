@@ -53,10 +53,3 @@ public struct SplitMix: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
-
-/// A fresh directory under the system's temporary directory, named `PREFIX-UUID`, created.
-public func makeTemporaryDirectory(_ prefix: String) throws -> String {
-    let path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}

@@ -75,7 +75,10 @@ enum Interop {
     }
 
     static func run(_ arguments: [String]) async throws -> SwoopBinary.Result {
-        let root = NSTemporaryDirectory()
-        return try await SwoopBinary.run(["python3", script, "--timeout", "30"] + arguments, in: root, executable: "/usr/bin/env", timeout: .seconds(150))
+        let root = try makeTemporaryDirectory("swoop-aria2p")
+        return try await SwoopBinary.run(
+            ["python3", script, "--timeout", "30"] + arguments, in: root, executable: "/usr/bin/env", timeout: .seconds(150),
+            environment: ["TMPDIR": root]
+        )
     }
 }

@@ -56,7 +56,7 @@ struct Mount {
     }()
 
     init(sizeKiB: Int) throws {
-        let root = NSTemporaryDirectory() + "swoop-mount-\(UUID().uuidString)"
+        let root = scratchPath("swoop-mount")
         path = root + "/disk"
         stateDirectory = root + "/state"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -11,7 +11,7 @@ struct FetchCommandTests {
 
     init() async throws {
         server = try await TestServer.start()
-        root = NSTemporaryDirectory() + "swoop-cli-\(UUID().uuidString)"
+        root = scratchPath("swoop-cli")
         cache = root + "/cache"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
     }

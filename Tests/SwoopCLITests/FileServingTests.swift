@@ -114,7 +114,7 @@ struct FileServingTests {
         let outside = f.daemon.root + "/outside"
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         let secret = Array("not for the page".utf8)
-        FileManager.default.createFile(atPath: outside + "/a.bin", contents: Data(secret))
+        _ = FileManager.default.createFile(atPath: outside + "/a.bin", contents: Data(secret))
         let file = f.daemon.downloads + "/sub/a.bin"
         #expect(try await Self.get(f.link, port: f.daemon.port).body == f.body)
 

@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -49,7 +50,7 @@ struct SwoopBinary {
                     .merging(environment) { _, new in new }
             }
             process.currentDirectoryURL = URL(fileURLWithPath: directory)
-            let base = NSTemporaryDirectory() + "swoop-cli-\(UUID().uuidString)"
+            let base = scratchPath("swoop-cli")
             out = URL(fileURLWithPath: base + ".out")
             err = URL(fileURLWithPath: base + ".err")
             _ = FileManager.default.createFile(atPath: out.path, contents: nil)
@@ -92,7 +93,7 @@ struct SwoopBinary {
     /// A fresh directory for one test: `root`, its `out` (created: downloads go there) and its
     /// `state` (not created: the binary makes it, and some tests check that it did not).
     static func workspace(_ prefix: String) throws -> (root: String, out: String, state: String) {
-        let root = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+        let root = scratchPath(prefix)
         try FileManager.default.createDirectory(atPath: root + "/out", withIntermediateDirectories: true)
         return (root, root + "/out", root + "/state")
     }

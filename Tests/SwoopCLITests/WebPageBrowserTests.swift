@@ -19,10 +19,13 @@ struct WebPageBrowserTests {
         return hasBrowser && hasSelenium
     }
 
+    /// Runs `script` in a scratch directory that is also its `TMPDIR`, so the browser's profile
+    /// and the script's temporary files go with the test process's scratch directory.
     static func run(_ script: String, _ arguments: [String] = [], environment: [String: String] = [:]) async throws -> SwoopBinary.Result {
-        try await SwoopBinary.run(
-            ["python3", "\(directory)/\(script)"] + arguments, in: NSTemporaryDirectory(), executable: "/usr/bin/env",
-            timeout: .seconds(150), environment: environment
+        let scratch = try makeTemporaryDirectory("swoop-browser")
+        return try await SwoopBinary.run(
+            ["python3", "\(directory)/\(script)"] + arguments, in: scratch, executable: "/usr/bin/env",
+            timeout: .seconds(150), environment: environment.merging(["TMPDIR": scratch]) { mine, _ in mine }
         )
     }
 

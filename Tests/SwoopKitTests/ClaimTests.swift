@@ -56,7 +56,7 @@ struct ClaimTests {
         // Named by the server: known only from the answer (a name known before is taken over: issue 11).
         let body = f.serve("/get", size: 1000) { $0.contentDisposition = "attachment; filename=\"d.bin\"" }
         let (store, other) = try Self.storeWithPausedDownload(of: "d.bin", in: f)
-        FileManager.default.createFile(atPath: f.path("d.bin.swoop"), contents: Data())
+        _ = FileManager.default.createFile(atPath: f.path("d.bin.swoop"), contents: Data())
         var request = try f.request("/get?id=4")
         request.collisionPolicy = policy
         let (result, _) = await f.download(request, store: store)

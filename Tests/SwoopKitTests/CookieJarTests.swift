@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTesting
 import Testing
 
 @testable import SwoopKit
@@ -173,7 +174,7 @@ struct CookieJarTests {
     }
 
     @Test func aMissingFileIsAnErrorNamingIt() {
-        let path = NSTemporaryDirectory() + "no-such-cookies-\(UUID().uuidString).txt"
+        let path = scratchPath("no-such-cookies", suffix: ".txt")
         #expect {
             try CookieJar(contentsOfFile: path)
         } throws: { error in
@@ -183,7 +184,7 @@ struct CookieJarTests {
     }
 
     @Test func aFileIsReadWithItsSkippedLines() throws {
-        let path = NSTemporaryDirectory() + "cookies-\(UUID().uuidString).txt"
+        let path = scratchPath("cookies", suffix: ".txt")
         defer { try? FileManager.default.removeItem(atPath: path) }
         try "bad\nh.test\tFALSE\t/\tFALSE\t0\tn\tv\n".write(toFile: path, atomically: true, encoding: .utf8)
         let jar = try CookieJar(contentsOfFile: path)

@@ -230,7 +230,7 @@ struct DeferredClaimTests {
         try Self.leaveTaggedPartFile(f.path("b.swoop"), bytes: 10, tag: mine)
         PartFile.remove(f.path("b.swoop"), of: mine)
         #expect(!FileSystem.exists(f.path("b.swoop")))
-        FileManager.default.createFile(atPath: f.path("c.swoop"), contents: Data(count: 10))
+        _ = FileManager.default.createFile(atPath: f.path("c.swoop"), contents: Data(count: 10))
         let held = try #require(try PartFile.open(f.path("c.swoop"), exclusive: false))
         PartFile.remove(f.path("c.swoop"), of: mine)
         #expect(fileSize(f.path("c.swoop")) == 10)
@@ -252,7 +252,7 @@ struct DeferredClaimTests {
         try store.save(record)
         try Self.leaveTaggedPartFile(f.path("t.bin.swoop"), bytes: 1000, tag: Download.ID.make().rawValue)
         try Self.leaveTaggedPartFile(f.path("t.1.bin.swoop"), bytes: 1000, tag: record.id.rawValue)
-        FileManager.default.createFile(atPath: f.path("t.2.bin.swoop"), contents: Data(count: 10))
+        _ = FileManager.default.createFile(atPath: f.path("t.2.bin.swoop"), contents: Data(count: 10))
         let manager = try DownloadManager(configuration: f.configuration, store: store)
         if cancelling {
             try await manager.cancel(record.id)
@@ -277,7 +277,7 @@ struct DeferredClaimTests {
         try Self.leaveTaggedPartFile(f.path("a.bin.swoop"), bytes: 1000, tag: unfinished.id.rawValue)
         try Self.leaveTaggedPartFile(f.path("b.bin.swoop"), bytes: 1000, tag: finished.id.rawValue)
         try Self.leaveTaggedPartFile(f.path("c.bin.swoop"), bytes: 1000, tag: Download.ID.make().rawValue)
-        FileManager.default.createFile(atPath: f.path("d.bin.swoop"), contents: Data(count: 10))
+        _ = FileManager.default.createFile(atPath: f.path("d.bin.swoop"), contents: Data(count: 10))
         #expect(DownloadManager.orphanedPartFiles([unfinished, finished]) == ["b.bin.swoop", "c.bin.swoop", "d.bin.swoop"].map(f.path))
     }
 
@@ -291,7 +291,7 @@ struct DeferredClaimTests {
     }
 
     static func leaveTaggedPartFile(_ path: String, bytes: Int, tag: String) throws {
-        FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x5A, count: bytes))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x5A, count: bytes))
         let file = try #require(try PartFile.open(path, exclusive: false))
         #expect(file.tag(tag))
         file.unlock()

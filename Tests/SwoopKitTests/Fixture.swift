@@ -13,7 +13,7 @@ struct Fixture {
 
     static func make(tls: TestCertificate? = nil, host: String = "127.0.0.1") async throws -> Fixture {
         let server = try await TestServer.start(tls: tls, host: host)
-        let root = NSTemporaryDirectory() + "swoop-test-\(UUID().uuidString)"
+        let root = scratchPath("swoop-test")
         let directory = root + "/out"
         let locks = root + "/locks"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

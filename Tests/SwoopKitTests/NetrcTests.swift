@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTesting
 import Testing
 
 @testable import SwoopKit
@@ -113,7 +114,7 @@ struct NetrcTests {
     }
 
     @Test func aMissingFileIsAnErrorNamingIt() {
-        let path = NSTemporaryDirectory() + "no-such-netrc-\(UUID().uuidString)"
+        let path = scratchPath("no-such-netrc")
         #expect {
             try Netrc(contentsOfFile: path)
         } throws: { error in

@@ -113,14 +113,14 @@ struct PoliciesTests {
         let f = try await Fixture.make()
         defer { f.stop() }
         let body = f.serve("/left.bin", size: 50_000)
-        FileManager.default.createFile(atPath: f.path("left.bin.swoop"), contents: Data())
+        _ = FileManager.default.createFile(atPath: f.path("left.bin.swoop"), contents: Data())
         let (result, _) = await f.download(try f.request("/left.bin"))
         #expect(try result.get().download.destination == f.path("left.bin"))
         #expect(sha256(file: f.path("left.bin")) == sha256(body))
         #expect(f.files() == ["left.bin"])
 
         let other = f.serve("/kept.bin", size: 50_000, seed: 2)
-        FileManager.default.createFile(atPath: f.path("kept.bin.swoop"), contents: Data("someone's bytes".utf8))
+        _ = FileManager.default.createFile(atPath: f.path("kept.bin.swoop"), contents: Data("someone's bytes".utf8))
         let (second, _) = await f.download(try f.request("/kept.bin"))
         #expect(try second.get().download.destination == f.path("kept.1.bin"))
         #expect(sha256(file: f.path("kept.1.bin")) == sha256(other))

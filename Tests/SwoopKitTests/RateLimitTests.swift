@@ -108,7 +108,7 @@ struct RateLimitTests {
         let run = try f.start()
         let ids = try await run.manager.add(contentsOf: [try f.request("/first.bin"), try f.request("/second.bin")])
         try await run.manager.setRateLimit(ids[1], bytesPerSecond: 12_345)
-        let limits = await run.manager.rateLimits
+        let limits = run.manager.rateLimits
         #expect(await eventually { limits.runningRate(ids[1]) == 12_345 })
         #expect(await run.waitForTerminal([ids[0]]))
         #expect(run.events.terminal(ids[0]).map(\.caseName) == ["completed"])

@@ -11,7 +11,7 @@ import Glibc
 /// The disk cache on its own: atomic entries, verification on read, LRU eviction.
 @Suite("ResponseCache")
 struct ResponseCacheTests {
-    let directory = NSTemporaryDirectory() + "swoop-cache-\(UUID().uuidString)"
+    let directory = scratchPath("swoop-cache")
 
     func cache(maxBytes: Int = 1 << 20) throws -> ResponseCache {
         let cache = ResponseCache(directory: directory, maxBytes: maxBytes)

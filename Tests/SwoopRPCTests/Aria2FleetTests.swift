@@ -19,7 +19,7 @@ struct Aria2FleetTests {
         /// Five downloads added through `addUri` (the last one paused); the first two claimed by
         /// node "far", which reports 1000 of 5000 bytes at 100 B/s for each.
         static func make() async throws -> Fleet {
-            let path = NSTemporaryDirectory() + "swoop-rpc-fleet-\(UUID().uuidString).sqlite"
+            let path = scratchPath("swoop-rpc-fleet", suffix: ".sqlite")
             let catalogue = try SQLiteCatalogue(path: path, pollInterval: .milliseconds(50))
             try await catalogue.prepare()
             let fixture = try await RPCFixture.make(catalogue: catalogue, node: "near")

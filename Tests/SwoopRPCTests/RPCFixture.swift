@@ -17,7 +17,7 @@ struct RPCFixture {
 
     static func make(maxConcurrent: Int = 5, allowed: [String] = [], catalogue: (any DownloadCatalogue)? = nil, node: String? = nil) async throws -> RPCFixture {
         let server = try await TestServer.start()
-        let base = NSTemporaryDirectory() + "swoop-rpc-\(UUID().uuidString)"
+        let base = scratchPath("swoop-rpc")
         let root = base + "/downloads"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: base + "/locks", withIntermediateDirectories: true)

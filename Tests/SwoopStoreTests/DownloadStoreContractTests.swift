@@ -1,5 +1,6 @@
 import Foundation
 import SwoopKit
+import SwoopTesting
 import Testing
 
 @testable import SwoopStore
@@ -24,7 +25,7 @@ struct DownloadStoreContractTests {
         case .memory:
             return InMemoryDownloadStore()
         case .sqlite:
-            let directory = NSTemporaryDirectory() + "swoop-store-\(UUID().uuidString)"
+            let directory = scratchPath("swoop-store")
             return try SQLiteDownloadStore(directory: directory)
         }
     }

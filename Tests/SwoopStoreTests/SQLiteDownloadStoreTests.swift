@@ -1,5 +1,6 @@
 import Foundation
 import SwoopKit
+import SwoopTesting
 import Testing
 
 import GRDB
@@ -12,7 +13,7 @@ struct SQLiteDownloadStoreTests {
     let directory: String
 
     init() throws {
-        directory = NSTemporaryDirectory() + "swoop-store-\(UUID().uuidString)"
+        directory = scratchPath("swoop-store")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 

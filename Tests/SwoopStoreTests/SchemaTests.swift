@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SwoopKit
+import SwoopTesting
 import Testing
 
 @testable import SwoopStore
@@ -12,7 +13,7 @@ struct SchemaTests {
     let directory: String
 
     init() throws {
-        directory = NSTemporaryDirectory() + "swoop-schema-\(UUID().uuidString)"
+        directory = scratchPath("swoop-schema")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
