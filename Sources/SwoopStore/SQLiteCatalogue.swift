@@ -12,6 +12,8 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
     public let path: String
     private let wakeUps = NIOLockedValueBox<[UUID: AsyncStream<Void>.Continuation]>([:])
     private let started = NIOLockedValueBox<Set<String>>([])
+    /// Set by ``close()``: later calls fail with "it was closed".
+    private let closed = NIOLockedValueBox(false)
     /// How often ``changes()`` looks for other processes' commits.
     let pollInterval: Duration
 
@@ -235,8 +237,14 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let key = UUID()
         wakeUps.withLockedValue { $0[key] = continuation }
+        // Registered first, then checked: a close() at the same time either finishes it or is seen.
+        if closed.withLockedValue({ $0 }) {
+            continuation.finish()
+            return stream
+        }
         let database = self.database
         let interval = pollInterval
+        let closed = self.closed
         // Other processes' commits: SQLite tells a connection only that the file changed since.
         // Read before the first wake-up, so that no commit after it goes unseen.
         let initial = try? database.read { db in try Int.fetchOne(db, sql: "PRAGMA data_version") }
@@ -244,6 +252,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
             var seen = initial
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
+                if Task.isCancelled || closed.withLockedValue({ $0 }) { break }
                 let version = try? await database.read { db in try Int.fetchOne(db, sql: "PRAGMA data_version") }
                 if version != seen {
                     seen = version
@@ -259,13 +268,17 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
         return stream
     }
 
+    /// Refuses every later call ("it was closed") and ends the wake-up streams. The connection
+    /// itself is closed by GRDB when the last reference goes: a call already under way (a node's
+    /// heartbeat while its daemon stops) finishes on it, where closing it under that call would
+    /// crash the process (GRDB's `close()` leaves a dangling SQLite handle to the next access).
     public func close() async {
+        closed.withLockedValue { $0 = true }
         let continuations = wakeUps.withLockedValue { wakeUps in
             defer { wakeUps = [:] }
             return Array(wakeUps.values)
         }
         for continuation in continuations { continuation.finish() }
-        try? database.close()
     }
 
     // MARK: - Helpers
@@ -302,6 +315,7 @@ public final class SQLiteCatalogue: DownloadCatalogue, Sendable {
     }
 
     func withErrors<Result: Sendable>(_ doing: String, _ body: () async throws -> Result) async throws -> Result {
+        if closed.withLockedValue({ $0 }) { throw SwoopError(.store, "\(doing) the fleet's store \(path) failed: it was closed") }
         do {
             return try await body()
         } catch let error as SwoopError {

@@ -11,7 +11,7 @@ import Glibc
 /// second storage mode): a file is split into 32 parts that all three fetch into one part file, and
 /// it is finished byte-exact under its name. The directory is in /dev/shm where there is one.
 ///
-/// 32 MiB in `swift test`; 1 GiB with `SWOOP_TEST_GIGABYTE=1`, which `.ci/run` runs after the
+/// 32 MiB in `swift test`; 1 GiB with `SWOOP_TEST_GIGABYTE=1`, which `scripts/test` runs after the
 /// whole suite, alone: moving a gigabyte through loopback takes this machine's two cores for
 /// seconds, and the suite's timing-bound tests beside it fail.
 @Suite("Fleet: daemons sharing one download directory (the binary)", .timeLimit(.minutes(5)), .enabled(if: TestPhase.runsHeavy))

@@ -1,13 +1,14 @@
 import Foundation
 import Testing
 
-/// `.ci/run` runs the suites that are skipped in its first phase (`TestPhase.runsHeavy`) by name in
-/// its second: a heavy suite missing from that list would never run in CI.
-@Suite("CI's second phase names every heavy suite")
+/// `scripts/test` (the README's test command, which `.ci/run` runs) runs the suites that are skipped
+/// in its first phase (`TestPhase.runsHeavy`) by name in its second: a heavy suite missing from
+/// that list would never run in CI.
+@Suite("scripts/test's second phase names every heavy suite")
 struct HeavyPhaseTests {
     @Test func everySuiteSkippedInPhaseOneIsInPhaseTwosFilter() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let script = try String(contentsOf: root.appendingPathComponent(".ci/run"), encoding: .utf8)
+        let script = try String(contentsOf: root.appendingPathComponent("scripts/test"), encoding: .utf8)
         let line = try #require(script.split(separator: "\n").first { $0.hasPrefix("heavy='") })
         let listed = Set(line.dropFirst("heavy='".count).dropLast().split(separator: "|").map(String.init))
         var heavy: Set<String> = []

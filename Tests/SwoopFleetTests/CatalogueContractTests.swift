@@ -270,4 +270,16 @@ struct CatalogueContractTests {
             #expect(woken)
         }
     }
+
+    /// A node's store closed under it (the node is stopping, or died in a test) says so, naming the
+    /// store, rather than passing on the driver's word for it (SQLite's is "out of memory").
+    @Test(arguments: CatalogueKind.allCases)
+    func aClosedCatalogueSaysItWasClosed(kind: CatalogueKind) async throws {
+        let catalogue = try await kind.make()
+        await catalogue.close()
+        let error = await #expect(throws: SwoopError.self) { try await catalogue.counts() }
+        let message = error?.message ?? ""
+        #expect(message.hasPrefix("counting the fleet's store "), "\(message)")
+        #expect(message.hasSuffix(" failed: it was closed"), "\(message)")
+    }
 }

@@ -45,7 +45,7 @@ extension FleetMember {
                 logger.warning("download \(end.claim.id) was taken over by another node before it ended here")
             }
         } catch {
-            logger.warning("cannot end \(batch.count) claims (kept to write again): \(error)")
+            logger.warning("cannot end \(batch.count == 1 ? "a claim" : "\(batch.count) claims") (kept to write again): \(error)")
             ends = batch + ends
         }
     }
