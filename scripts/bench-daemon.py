@@ -15,7 +15,6 @@ seconds while it waits. The daemons are `swoop daemon` and `aria2c --enable-rpc`
 table of medians and same-run ratios on stdout; progress on stderr.
 """
 
-import argparse
 import http.client
 import json
 import os
@@ -169,7 +168,7 @@ def measure(tool, swoop, url, count, seconds, work):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = benchlib.argument_parser(__doc__)
     parser.add_argument("--swoop", required=True)
     parser.add_argument("--nginx", required=True)
     parser.add_argument("--count", type=int, default=10000)
@@ -211,4 +210,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "bench-daemon")

@@ -18,7 +18,6 @@ printed (expected: the lease, plus up to a heartbeat, a third of it, before the 
 Every output file is checked by size (and a sample by sha-256).
 """
 
-import argparse
 import glob
 import hashlib
 import json
@@ -241,7 +240,7 @@ def takeover(args, pg, nginx_port):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = benchlib.argument_parser(__doc__)
     parser.add_argument("--swoop", required=True)
     parser.add_argument("--nginx", required=True)
     parser.add_argument("--files", type=int, default=100_000)
@@ -292,4 +291,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "bench-fleet")

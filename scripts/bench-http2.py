@@ -12,7 +12,6 @@ likewise, 16 small files at once. Every output is checked by sha-256. Prints a M
 time, MB/s or files/s, CPU seconds and peak RSS.
 """
 
-import argparse
 
 import benchlib
 import hashlib
@@ -33,7 +32,7 @@ def say(message):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = benchlib.argument_parser(__doc__)
     parser.add_argument("--swoop", required=True)
     parser.add_argument("--nginx", required=True)
     parser.add_argument("--size", type=int, default=512 << 20)
@@ -110,4 +109,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "bench-http2")

@@ -18,7 +18,6 @@ same-run ratios to each other tool (median over runs), as a Markdown table. --ba
 second swoop binary as the tool swoop-base, in the same rotation: an A/B of two builds.
 """
 
-import argparse
 
 import benchlib
 import hashlib
@@ -46,14 +45,14 @@ def start_nginx(nginx, work):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--swoop", required=True)
-    parser.add_argument("--nginx", required=True)
-    parser.add_argument("--count", type=int, default=2000)
-    parser.add_argument("--size", type=int, default=64 * 1024)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--work")
-    parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS))
+    parser = benchlib.argument_parser(__doc__)
+    parser.add_argument("--swoop", required=True, help="the swoop binary to measure (.build/release/swoop)")
+    parser.add_argument("--nginx", required=True, help="the nginx binary that serves the files (/usr/sbin/nginx)")
+    parser.add_argument("--count", type=int, default=2000, help="how many files (2000)")
+    parser.add_argument("--size", type=int, default=64 * 1024, help="each file's size in bytes (65536)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each tool, in rotated order (3)")
+    parser.add_argument("--work", help="where the files are served from and written to (kept); a temporary directory, removed, without it")
+    parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS + ["ahc"]) + " (all but ahc)")
     parser.add_argument("--baseline", help="another swoop binary, run as the tool swoop-base beside swoop (an A/B)")
     parser.add_argument("--ahc-floor", help="scripts/ahc-floor's binary, run as the tool ahc: AsyncHTTPClient alone, the floor")
     args = parser.parse_args()
@@ -66,7 +65,12 @@ def main():
     if args.work:
         args.work = os.path.abspath(args.work)
     benchlib.prepare_binaries(args.swoop, "curl", "aria2c", *[b for b in (args.baseline, args.ahc_floor) if b])
-    tools = args.tools.split(",")
+    tools = [tool for tool in args.tools.split(",") if tool]
+    unknown = [tool for tool in tools if tool not in TOOLS + ["ahc"]]
+    if unknown:
+        parser.error(f"unknown tool {', '.join(unknown)}: the tools are {', '.join(TOOLS + ['ahc'])}")
+    if "ahc" in tools and not args.ahc_floor:
+        parser.error("the tool ahc needs --ahc-floor (scripts/ahc-floor's binary)")
     if args.baseline:
         tools.insert(tools.index("swoop") + 1 if "swoop" in tools else 0, "swoop-base")
     if args.ahc_floor and "ahc" not in tools:
@@ -151,10 +155,12 @@ def run_tool(tool, args, work, run, listing, urls, names, digest):
         cmd = [args.ahc_floor, listing, out, "16"]
     elif tool == "aria2c":
         cmd = ["aria2c", "-q", "-i", listing, "-j", "16", "--file-allocation=none", "-d", out]
-    else:
+    elif tool in ("curl", "curl+sync"):
         cmd = ["curl", "-s", "-f", "--parallel", "--parallel-max", "16", "--remote-name-all", "--output-dir", out] + urls
         if tool == "curl+sync":
             cmd = ["sh", "-c", 'curl "$@" && exec sync -f "$0"', out] + cmd[1:]
+    else:
+        raise ValueError(f"no command for the tool {tool}")
     subprocess.run(["sync"])
     wall, cpu, rss = benchlib.timed(cmd, out, f"bench-many: {tool}")
     for name in names:
@@ -165,4 +171,4 @@ def run_tool(tool, args, work, run, listing, urls, names, digest):
     return (wall, cpu, rss)
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "bench-many")

@@ -24,7 +24,6 @@ by sha-256. Prints a Markdown table (medians of wall time, throughput, CPU secon
 the same-run ratio) on stdout; progress on stderr.
 """
 
-import argparse
 import os
 import shlex
 import shutil
@@ -97,7 +96,7 @@ def shape_loopback(rate):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = benchlib.argument_parser(__doc__)
     parser.add_argument("--swoop", required=True)
     parser.add_argument("--nginx", required=True)
     parser.add_argument("--size", default="256M")
@@ -168,4 +167,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "bench-mirrors")

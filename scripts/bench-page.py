@@ -16,7 +16,6 @@ p95 and max) and long tasks (over 50 ms); with the daemon's CPU over the same se
 over the runs) on stdout; progress on stderr.
 """
 
-import argparse
 import os
 import statistics
 import sys
@@ -112,7 +111,7 @@ def measure(process, page, count, seconds):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = benchlib.argument_parser(__doc__)
     parser.add_argument("--swoop", required=True)
     parser.add_argument("--nginx", required=True)
     parser.add_argument("--count", type=int, default=10000)
@@ -151,4 +150,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "bench-page")

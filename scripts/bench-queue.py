@@ -20,7 +20,6 @@ What it measures, against a private nginx on 127.0.0.1 that serves every /q/NAME
 Prints a Markdown table on stdout; progress on stderr.
 """
 
-import argparse
 
 import benchlib
 import json
@@ -93,7 +92,7 @@ def stored_count(database):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = benchlib.argument_parser(__doc__)
     parser.add_argument("--swoop", required=True)
     parser.add_argument("--nginx", required=True)
     parser.add_argument("--count", type=int, default=10_000)
@@ -183,4 +182,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "bench-queue")

@@ -16,7 +16,6 @@ G are binary, as in swoop). The wall time of the whole process (start-up, connec
 finishing included) is printed too. Prints a Markdown table on stdout; progress on stderr.
 """
 
-import argparse
 
 import benchlib
 import os
@@ -114,7 +113,7 @@ def window_rate(samples, seconds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = benchlib.argument_parser(__doc__)
     parser.add_argument("--swoop", default=".build/release/swoop")
     parser.add_argument("--nginx", default="/usr/sbin/nginx")
     parser.add_argument("--rate", default="5M", help="the limit, as swoop takes it (default 5M)")
@@ -161,4 +160,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "bench-ratelimit")

@@ -12,7 +12,6 @@ connection, resumed with `curl -C -`), runs it again, and counts from nginx's ac
 size: what was fetched twice. Prints Markdown tables on stdout; progress on stderr.
 """
 
-import argparse
 
 import benchlib
 import os
@@ -128,7 +127,7 @@ def crash(tool, connections, url, name, work, log, size, expected):
 
 def main():
     global SWOOP
-    parser = argparse.ArgumentParser()
+    parser = benchlib.argument_parser(__doc__)
     parser.add_argument("--swoop", required=True)
     parser.add_argument("--nginx", required=True)
     parser.add_argument("--size", default="256M")
@@ -192,4 +191,4 @@ def main():
 SWOOP = ""
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "bench-segments")

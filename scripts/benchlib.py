@@ -1,8 +1,10 @@
 """scripts/benchlib.py — what the benchmark scripts share: a private nginx on 127.0.0.1, random
 files, sha-256 of files. Imported by scripts/bench-*.py (their folder is on sys.path)."""
 
+import argparse
 import hashlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,7 +18,6 @@ def prepare_binaries(*paths):
     (large page-cache folios) one swoop peaked at 23.2 MiB for 1 GiB when its pages came in by demand,
     24.9 right after a `cp` and 25.5-26.7 after a `cat` of the whole file. Pages that a running
     process maps stay cached."""
-    import shutil
     for path in paths:
         found = path if os.path.sep in path else shutil.which(path)
         if not found or not os.path.isfile(found):
@@ -31,6 +32,20 @@ def prepare_binaries(*paths):
                            stderr=subprocess.DEVNULL, timeout=30)
         except (OSError, subprocess.SubprocessError):
             pass
+
+
+def argument_parser(doc):
+    """An argument parser whose --help prints the script's docstring (what it measures, how)."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def run_main(main, label):
+    """Runs a script's `main`; a Ctrl-C ends it with one line (its `finally` blocks have cleaned up)."""
+    try:
+        main()
+    except KeyboardInterrupt:
+        print(f"{label}: interrupted", file=sys.stderr)
+        sys.exit(130)
 
 
 def free_port():
@@ -48,6 +63,9 @@ def start_nginx(nginx, work, server="", http="", listen="", label="bench", host=
     (process, port, nginx directory). Exits the
     script with a message when nginx does not answer within 10 s.
     """
+    found = nginx if os.path.sep in nginx else shutil.which(nginx)
+    if not found or not os.access(found, os.X_OK):
+        sys.exit(f"{label}: no nginx at {nginx} (apt-get install nginx-light, or give its path with --nginx)")
     port = free_port()
     conf_dir = os.path.join(work, "nginx")
     os.makedirs(os.path.join(conf_dir, "tmp"), exist_ok=True)
@@ -125,7 +143,8 @@ def timed(cmd, cwd, label):
                             stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=cwd)
     wall = time.monotonic() - started
     if result.returncode != 0:
-        sys.exit(f"{label} failed ({result.returncode}): {result.stderr[-2000:]}")
+        said = (result.stderr.strip() or result.stdout.strip())[-2000:] or "(it printed nothing)"
+        sys.exit(f"{label} failed (exit {result.returncode}): {' '.join(cmd[:3])} …\n{said}")
     with open(timing) as f:
         user, system, rss = f.read().split()
     os.unlink(timing)

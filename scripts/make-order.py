@@ -18,7 +18,6 @@ anyway. Regenerate after large changes, then relink (SwiftPM does not see this f
 `rm .build/release/swoop` first) and re-measure peak RSS with scripts/bench.
 """
 
-import argparse
 import os
 import re
 import shutil
@@ -63,7 +62,7 @@ def functions(binary_name, paths):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = benchlib.argument_parser(__doc__)
     parser.add_argument("--swoop", required=True)
     parser.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "linker", "swoop.order"))
@@ -110,4 +109,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    benchlib.run_main(main, "make-order")
