@@ -175,6 +175,18 @@ struct GetCommandTests: CLISuite {
         #expect(refused.status == 3)
         #expect(refused.stderrLines == ["swoop: error: cannot use directory \(out)/file/sub: \(out)/file is not a directory"])
         #expect(server.requests.count == 1)
+
+        let onAFile = try await SwoopBinary.run(["get", "--state-dir", state, "-d", out + "/file", server.url("/a.bin")], in: root)
+        #expect(onAFile.status == 3)
+        #expect(onAFile.stderrLines == ["swoop: error: cannot use directory \(out)/file: it is not a directory"])
+
+        // /proc takes no new directories: mkdir fails, and the message says creating it failed.
+        let uncreatable = try await SwoopBinary.run(["get", "--state-dir", state, "-d", "/proc/swoop-x/y", server.url("/a.bin")], in: root)
+        #expect(uncreatable.status == 3)
+        #expect(uncreatable.stderrLines == ["swoop: error: cannot create directory /proc/swoop-x/y: /proc/swoop-x: No such file or directory"])
+        let uncreatableItself = try await SwoopBinary.run(["get", "--state-dir", state, "-d", "/proc/swoop-x", server.url("/a.bin")], in: root)
+        #expect(uncreatableItself.stderrLines == ["swoop: error: cannot create directory /proc/swoop-x: No such file or directory"])
+        #expect(server.requests.count == 1)
     }
 
     @Test(arguments: [("bash", "-F _swoop swoop"), ("zsh", "#compdef swoop"), ("fish", "complete -c 'swoop'")])

@@ -97,18 +97,27 @@ package enum FileSystem {
     package static func createDirectories(_ path: String, what: String, mode: mode_t = 0o700) throws {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         var current = ""
-        for component in absolute.split(separator: "/") {
+        let components = absolute.split(separator: "/")
+        for (index, component) in components.enumerated() {
             current += "/" + component
             if mkdir(current, mode) == 0 { continue }
             let code = errno
             var info = stat()
+            let isPath = index == components.count - 1
             guard code == EEXIST, stat(current, &info) == 0 else {
-                throw SwoopError.fileSystem("use \(what)", path: path, errno: code)
+                // As `mkdir -p` says it; a parent that could not be made is named.
+                try refuse(code, "cannot create \(what) \(path): \(isPath ? "" : current + ": ")")
             }
             guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw SwoopError(.fileSystem, "cannot use \(what) \(path): \(current) is not a directory")
+                throw SwoopError(.fileSystem, "cannot use \(what) \(path): \(isPath ? "it" : current) is not a directory")
             }
         }
+    }
+
+    /// Throws `message` followed by the system's reason for `code` (a full disk is ``SwoopError/Code/diskFull``).
+    private static func refuse(_ code: Int32, _ message: String) throws -> Never {
+        let reason = String(cString: strerror(code))
+        throw SwoopError(code == ENOSPC || code == EDQUOT ? .diskFull : .fileSystem, message + reason)
     }
 
     /// Makes the names created or renamed in the directory `path` durable. Returns whether the
