@@ -19,13 +19,14 @@ struct WebPageBrowserTests {
         return hasBrowser && hasSelenium
     }
 
-    /// Runs `script` in a scratch directory that is also its `TMPDIR`, so the browser's profile
-    /// and the script's temporary files go with the test process's scratch directory.
+    /// Runs `script` in a scratch directory, with the test process's scratch directory as its
+    /// `TMPDIR`, so the browser's profiles go with it. (That one, not a deeper one: Chromium puts its
+    /// singleton's Unix socket there, and a socket's path has at most 107 bytes.)
     static func run(_ script: String, _ arguments: [String] = [], environment: [String: String] = [:]) async throws -> SwoopBinary.Result {
         let scratch = try makeTemporaryDirectory("swoop-browser")
         return try await SwoopBinary.run(
             ["python3", "\(directory)/\(script)"] + arguments, in: scratch, executable: "/usr/bin/env",
-            timeout: .seconds(150), environment: environment.merging(["TMPDIR": scratch]) { mine, _ in mine }
+            timeout: .seconds(150), environment: environment.merging(["TMPDIR": TestScratch.root]) { mine, _ in mine }
         )
     }
 
