@@ -129,16 +129,46 @@ struct DownloadQueueTests {
         queue.enqueue((0..<60).map { Self.entry("d\($0)", host: hosts[$0 % 3], priority: $0 % 4, position: $0) })
         var generator = SplitMix(seed: UInt64(limit))
         var started = 0
-        for _ in 0..<200 {
+        for _ in 0..<300 {
             started += queue.nextStarts().count
-            #expect(queue.active.count <= limit + 1)
+            // The ones being finished count in neither limit.
+            let transferring = queue.active.filter { !queue.finishingIDs.contains($0.key) }
+            #expect(transferring.count <= limit + 1)
+            #expect(queue.occupied == transferring.count)
             for host in hosts {
-                #expect(queue.active.values.filter { $0 == host }.count <= limit)
+                #expect(transferring.values.filter { $0 == host }.count <= limit)
             }
-            if let victim = queue.active.keys.sorted(by: { $0.rawValue < $1.rawValue }).first(where: { _ in generator.next() % 2 == 0 }) {
-                queue.finished(victim)
+            let running = queue.active.keys.sorted(by: { $0.rawValue < $1.rawValue })
+            if let victim = running.first(where: { _ in generator.next() % 3 == 0 }) {
+                if generator.next() % 2 == 0 { queue.finishing(victim) } else { queue.finished(victim) }
             }
         }
         #expect(started <= 60)
+    }
+
+    @Test func aDownloadBeingFinishedGivesItsSlotAndItsHostsUp() {
+        var queue = DownloadQueue(limits: .init(maxConcurrent: 2, maxPerHost: 1))
+        queue.enqueue([
+            Self.entry("a1", host: "a", position: 0), Self.entry("b1", host: "b", position: 1),
+            Self.entry("a2", host: "a", position: 2), Self.entry("c1", host: "c", position: 3),
+        ])
+        #expect(Self.ids(queue.nextStarts()) == ["a1", "b1"])
+        #expect(queue.nextStarts().isEmpty)
+        // a1's bytes have all arrived: its slot and its host's go to a2, the next in order.
+        let freed = queue.finishing(Download.ID("a1"))
+        let again = queue.finishing(Download.ID("a1"))
+        let notRunning = queue.finishing(Download.ID("c1"))
+        #expect(freed && !again && !notRunning)
+        #expect(Self.ids(queue.nextStarts()) == ["a2"])
+        #expect(queue.active.count == 3 && queue.occupied == 2)
+        #expect(queue.contains(Download.ID("a1")) && !queue.isIdle)
+        // Its end frees nothing more: a2 still holds host a, and c1 waits for a slot.
+        queue.finished(Download.ID("a1"))
+        #expect(queue.nextStarts().isEmpty)
+        #expect(queue.active.count == 2 && queue.occupied == 2)
+        queue.finished(Download.ID("a2"))
+        #expect(Self.ids(queue.nextStarts()) == ["c1"])
+        for id in ["b1", "c1"] { queue.finished(Download.ID(id)) }
+        #expect(queue.isIdle && queue.finishingIDs.isEmpty)
     }
 }

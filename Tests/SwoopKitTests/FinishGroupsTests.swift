@@ -136,4 +136,36 @@ struct FinishGroupsTests {
         }
         #expect(gate.violations.withLockedValue { $0 } == [])
     }
+
+    /// With one slot (`-j 1`), a download being finished gives it up: while the first file's group
+    /// is held in the store, the second is fetched and comes to its own finish.
+    @Test func aDownloadBeingFinishedGivesItsSlotToTheNext() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        let bodies = (0..<2).map { f.serve("/s\($0).bin", size: 30_000 + $0, seed: UInt64(40 + $0)) }
+        let managerBox = NIOLockedValueBox<DownloadManager?>(nil)
+        let nextArrived = NIOLockedValueBox<Bool?>(nil)
+        let store = ObservedStore(onGroup: { records in
+            guard records.map(\.url).contains(where: { $0.hasSuffix("/s0.bin") }) else { return }
+            // Holds s0's finish (on the group's disk thread) until s1 waits to finish too (bounded).
+            let finishes = managerBox.withLockedValue { $0 }?.finishes
+            let deadline = ContinuousClock.now + .seconds(10)
+            while (finishes?.waitingCount ?? 0) < 1, ContinuousClock.now < deadline { usleep(2_000) }
+            nextArrived.withLockedValue { $0 = (finishes?.waitingCount ?? 0) >= 1 }
+        })
+        var configuration = f.configuration
+        configuration.queue.maxConcurrentDownloads = 1
+        let manager = try DownloadManager(configuration: configuration, store: store)
+        managerBox.withLockedValue { $0 = manager }
+        let events = ManagerEventLog(manager.events())
+        let runner = Task { await manager.run() }
+        let ids = try await manager.add(contentsOf: [try f.request("/s0.bin"), try f.request("/s1.bin")])
+        #expect(await events.wait { log in Set(log.filter { $0.caseName == "completed" }.map(\.download.id)) == Set(ids) })
+        try? await manager.shutdown()
+        await runner.value
+        #expect(nextArrived.withLockedValue { $0 } == true, "s1 did not start while s0 was being finished")
+        for (index, body) in bodies.enumerated() {
+            #expect(sha256(file: f.path("s\(index).bin")) == sha256(body))
+        }
+    }
 }

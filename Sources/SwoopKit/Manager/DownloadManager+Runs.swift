@@ -57,6 +57,13 @@ extension DownloadManager {
         await withCheckedContinuation { settleWaiters[id, default: []].append($0) }
     }
 
+    /// `id`'s bytes have all arrived and it is being finished: its slot goes to the next download
+    /// (it stays active, and its run's task ends with it).
+    func bodyArrived(_ id: Download.ID) {
+        guard queue.finishing(id) else { return }
+        schedule()
+    }
+
     /// Runs one download the queue handed over (``runInTurn(_:)`` then schedules the next).
     func runQueued(_ id: Download.ID) async {
         defer {
@@ -270,7 +277,8 @@ extension DownloadManager {
                 guard runs.note(event) else { return }
                 hub.publish(event)
             },
-            stopRequest: { runs.stopRequest(id) }
+            stopRequest: { runs.stopRequest(id) },
+            bodyArrived: { await self.bodyArrived(id) }
         )
         // Made now, with the run begun and no suspension between: from then on a new rate (a
         // `setRateLimit`, here or asked by another process) always finds the limiter.

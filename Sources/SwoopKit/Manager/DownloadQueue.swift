@@ -4,7 +4,10 @@
 /// Order: higher ``Entry/priority`` first, then smaller ``Entry/position`` (the order added).
 /// A download starts when fewer than ``Limits/maxConcurrent`` run and its host has fewer than
 /// ``Limits/maxPerHost`` running; a download whose host is full is skipped, not waited for, so one
-/// busy host never holds up the others.
+/// busy host never holds up the others. A running download whose bytes have all arrived and that
+/// is only being finished (flushed, recorded, renamed) gives its slot up (``finishing(_:)``): it
+/// uses no connection, and with many small files on a disk the flushes would otherwise hold the
+/// slots while the connections idle.
 struct DownloadQueue: Sendable {
     /// How many downloads may run.
     struct Limits: Sendable, Hashable {
@@ -31,9 +34,15 @@ struct DownloadQueue: Sendable {
     private(set) var waiting: [Entry] = []
     /// The ids in `waiting`, for constant-time membership tests (kept in step by every mutation).
     private var waitingIDs = Set<Download.ID>()
-    /// Running downloads and their hosts.
+    /// Running downloads and their hosts (the ones being finished included).
     private(set) var active: [Download.ID: String] = [:]
+    /// The running downloads being finished: they count in neither limit.
+    private(set) var finishingIDs = Set<Download.ID>()
+    /// Running downloads per host, less the ones being finished.
     private var perHost: [String: Int] = [:]
+
+    /// How many running downloads count against ``Limits/maxConcurrent``.
+    var occupied: Int { active.count - finishingIDs.count }
 
     init(limits: Limits) {
         self.limits = limits
@@ -136,7 +145,7 @@ struct DownloadQueue: Sendable {
         var started: [Entry] = []
         var taken = Set<Int>()
         var index = waiting.startIndex
-        while active.count < limits.maxConcurrent, index < waiting.endIndex {
+        while occupied < limits.maxConcurrent, index < waiting.endIndex {
             let entry = waiting[index]
             if let maxPerHost = limits.maxPerHost, perHost[entry.host, default: 0] >= maxPerHost {
                 index += 1
@@ -155,9 +164,23 @@ struct DownloadQueue: Sendable {
         return started
     }
 
+    /// A running download's bytes have all arrived and it is being finished: it frees its slot
+    /// and its host's (it stays ``active`` until ``finished(_:)``). Returns whether it freed one
+    /// (not when it is not running, or freed it already).
+    @discardableResult
+    mutating func finishing(_ id: Download.ID) -> Bool {
+        guard let host = active[id], finishingIDs.insert(id).inserted else { return false }
+        release(host)
+        return true
+    }
+
     /// A running download ended (whatever the outcome).
     mutating func finished(_ id: Download.ID) {
         guard let host = active.removeValue(forKey: id) else { return }
+        if finishingIDs.remove(id) == nil { release(host) }
+    }
+
+    private mutating func release(_ host: String) {
         let remaining = perHost[host, default: 1] - 1
         perHost[host] = remaining > 0 ? remaining : nil
     }

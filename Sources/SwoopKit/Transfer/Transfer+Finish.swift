@@ -13,6 +13,8 @@ extension Transfer {
     func finish() async throws -> Download {
         // What is restored if the group cannot finish it keeps the length the bytes proved.
         record.totalBytes = record.totalBytes ?? offset
+        // No connection is used from here on: the slot goes to the next download.
+        await context.bodyArrived()
         if options.checksum != nil {
             // Hashing reads the whole file: on this download's own disk thread, not in the group.
             try await onDisk { try $0.verifyChecksum() }

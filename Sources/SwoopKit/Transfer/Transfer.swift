@@ -32,6 +32,9 @@ final class Transfer {
         /// How a stop is recorded when the task is cancelled: `pause` when the caller paused the
         /// download, `interrupt` when its process or task is stopping.
         var stopRequest: @Sendable () -> DownloadStateMachine.Request = { .interrupt }
+        /// Called once the body has all arrived, before the finish (verify, flush, record, rename):
+        /// the manager gives the download's slot to the next one (``DownloadQueue/finishing(_:)``).
+        var bodyArrived: @Sendable () async -> Void = {}
     }
 
     /// What the download was asked for this time: the stored options with the request's laid over
