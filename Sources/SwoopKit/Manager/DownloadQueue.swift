@@ -165,11 +165,13 @@ struct DownloadQueue: Sendable {
     }
 
     /// A running download's bytes have all arrived and it is being finished: it frees its slot
-    /// and its host's (it stays ``active`` until ``finished(_:)``). Returns whether it freed one
-    /// (not when it is not running, or freed it already).
+    /// and its host's (it stays ``active`` until ``finished(_:)``). At most ``Limits/maxConcurrent``
+    /// do at once, so that no more than twice the limit are under way (each holds its buffers until
+    /// it ends). Returns whether it freed one (not when it is not running, freed it already, or as
+    /// many are being finished as the limit).
     @discardableResult
     mutating func finishing(_ id: Download.ID) -> Bool {
-        guard let host = active[id], finishingIDs.insert(id).inserted else { return false }
+        guard finishingIDs.count < limits.maxConcurrent, let host = active[id], finishingIDs.insert(id).inserted else { return false }
         release(host)
         return true
     }
