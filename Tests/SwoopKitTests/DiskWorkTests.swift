@@ -46,6 +46,31 @@ struct DiskWorkTests {
         #expect(name == "swoop-disk")
     }
 
+    /// Every index runs once, some on helper threads beside the caller; and when no thread of
+    /// the pool is free, the caller runs them all and returns (the helpers, when they come, find
+    /// nothing left).
+    @Test func forEachRunsEveryIndexOnceWithOrWithoutHelpers() async throws {
+        let threads = DiskThreads(limit: 4)
+        let runs = NIOLockedValueBox([Int](repeating: 0, count: 200))
+        let callers = NIOLockedValueBox(Set<String>())
+        threads.forEach(200, helpers: 3) { index in
+            runs.withLockedValue { $0[index] += 1 }
+            callers.withLockedValue { _ = $0.insert("\(pthread_self())") }
+            usleep(100)
+        }
+        #expect(runs.withLockedValue { $0 } == Array(repeating: 1, count: 200))
+        #expect(callers.withLockedValue { $0.count } > 1)
+
+        let busy = DiskThreads(limit: 1)
+        let release = DispatchSemaphore(value: 0)
+        busy.submit { release.wait() }
+        let me = "\(pthread_self())"
+        let alone = NIOLockedValueBox([String]())
+        busy.forEach(5, helpers: 3) { _ in alone.withLockedValue { $0.append("\(pthread_self())") } }
+        release.signal()
+        #expect(alone.withLockedValue { $0 } == Array(repeating: me, count: 5))
+    }
+
     @Test func diskWorkReturnsWhatItsBodyReturns() async throws {
         #expect(try await DiskWork.run { 6 * 7 } == 42)
     }

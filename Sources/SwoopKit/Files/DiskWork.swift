@@ -18,6 +18,14 @@ enum DiskWork {
         threads.submit(work)
     }
 
+    /// Runs `body` for each index in `0..<count`, on the calling thread and on up to `helpers` disk
+    /// threads at once, and returns when every one has run. The caller takes indices too, so the
+    /// work is done even when every disk thread is busy: helpers only share it. For flushes of
+    /// several files, whose `fsync`s the disk serves together when they come at once.
+    static func forEach(_ count: Int, helpers: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        threads.forEach(count, helpers: helpers, body)
+    }
+
     /// Runs `body` on a disk thread and returns its result.
     /// Not cancellable: work handed to the disk (a save of progress as a transfer stops, a flush)
     /// is finished, whatever happens to the waiting task meanwhile.
@@ -74,6 +82,16 @@ final class DiskThreads: @unchecked Sendable {
         }
     }
 
+    /// ``DiskWork/forEach(_:helpers:_:)`` on these threads.
+    func forEach(_ count: Int, helpers: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let shared = SharedIndices(count: count)
+        for _ in 0..<max(0, min(helpers, count - 1)) {
+            submit { shared.work(body) }
+        }
+        shared.work(body)
+        shared.waitUntilDone()
+    }
+
     /// glibc's `pthread_setname_np`, which the Glibc module does not export (it needs `_GNU_SOURCE`).
     private static let setThreadName = CFunctions.lookUp(
         "pthread_setname_np", as: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32).self
@@ -92,6 +110,43 @@ final class DiskThreads: @unchecked Sendable {
             condition.unlock()
             work()
             condition.lock()
+        }
+    }
+}
+
+/// The indices ``DiskWork/forEach(_:helpers:_:)`` hands out, one at a time, to whichever thread
+/// asks next, and how many have been run.
+private final class SharedIndices: @unchecked Sendable {
+    private let count: Int
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var next = 0
+    private var done = 0
+
+    init(count: Int) { self.count = count }
+
+    /// Runs `body` for the indices not yet taken, one after the other, until none is left.
+    func work(_ body: (Int) -> Void) {
+        while let index = take() {
+            body(index)
+            condition.withLock {
+                done += 1
+                if done == count { condition.broadcast() }
+            }
+        }
+    }
+
+    func waitUntilDone() {
+        condition.withLock {
+            while done < count { condition.wait() }
+        }
+    }
+
+    private func take() -> Int? {
+        condition.withLock {
+            guard next < count else { return nil }
+            defer { next += 1 }
+            return next
         }
     }
 }
