@@ -69,6 +69,13 @@ struct DiskWorkTests {
         busy.forEach(5, helpers: 3) { _ in alone.withLockedValue { $0.append("\(pthread_self())") } }
         release.signal()
         #expect(alone.withLockedValue { $0 } == Array(repeating: me, count: 5))
+
+        // A first index quicker than the threshold: no helper is asked, the caller runs them all.
+        let quick = DiskThreads(limit: 4)
+        let ran = NIOLockedValueBox([String]())
+        quick.forEach(50, helpers: 3, whenSlowerThan: .seconds(10)) { _ in ran.withLockedValue { $0.append("\(pthread_self())") } }
+        #expect(ran.withLockedValue { $0 } == Array(repeating: me, count: 50))
+        #expect(quick.threadCount == 0)
     }
 
     @Test func diskWorkReturnsWhatItsBodyReturns() async throws {

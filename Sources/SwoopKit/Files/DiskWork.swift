@@ -18,12 +18,14 @@ enum DiskWork {
         threads.submit(work)
     }
 
-    /// Runs `body` for each index in `0..<count`, on the calling thread and on up to `helpers` disk
-    /// threads at once, and returns when every one has run. The caller takes indices too, so the
-    /// work is done even when every disk thread is busy: helpers only share it. For flushes of
-    /// several files, whose `fsync`s the disk serves together when they come at once.
-    static func forEach(_ count: Int, helpers: Int, _ body: @escaping @Sendable (Int) -> Void) {
-        threads.forEach(count, helpers: helpers, body)
+    /// Runs `body` for each index in `0..<count`, on the calling thread and, when the first index
+    /// took at least `slow`, on up to `helpers` disk threads at once; returns when every one has
+    /// run. The caller takes indices too, so the work is done even when every disk thread is busy:
+    /// helpers only share it. For flushes of several files, whose `fsync`s the disk serves together
+    /// when they come at once; where a flush costs next to nothing (tmpfs), waking helpers would
+    /// cost more than it saves.
+    static func forEach(_ count: Int, helpers: Int, whenSlowerThan slow: Duration = .zero, _ body: @escaping @Sendable (Int) -> Void) {
+        threads.forEach(count, helpers: helpers, whenSlowerThan: slow, body)
     }
 
     /// Runs `body` on a disk thread and returns its result.
@@ -82,11 +84,16 @@ final class DiskThreads: @unchecked Sendable {
         }
     }
 
-    /// ``DiskWork/forEach(_:helpers:_:)`` on these threads.
-    func forEach(_ count: Int, helpers: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    /// ``DiskWork/forEach(_:helpers:whenSlowerThan:_:)`` on these threads.
+    func forEach(_ count: Int, helpers: Int, whenSlowerThan slow: Duration = .zero, _ body: @escaping @Sendable (Int) -> Void) {
+        guard count > 0 else { return }
         let shared = SharedIndices(count: count)
-        for _ in 0..<max(0, min(helpers, count - 1)) {
-            submit { shared.work(body) }
+        let started = ContinuousClock.now
+        shared.work(body, once: true)
+        if ContinuousClock.now - started >= slow {
+            for _ in 0..<max(0, min(helpers, count - 2)) {
+                submit { shared.work(body) }
+            }
         }
         shared.work(body)
         shared.waitUntilDone()
@@ -114,7 +121,7 @@ final class DiskThreads: @unchecked Sendable {
     }
 }
 
-/// The indices ``DiskWork/forEach(_:helpers:_:)`` hands out, one at a time, to whichever thread
+/// The indices ``DiskWork/forEach(_:helpers:whenSlowerThan:_:)`` hands out, one at a time, to whichever thread
 /// asks next, and how many have been run.
 private final class SharedIndices: @unchecked Sendable {
     private let count: Int
@@ -125,14 +132,16 @@ private final class SharedIndices: @unchecked Sendable {
 
     init(count: Int) { self.count = count }
 
-    /// Runs `body` for the indices not yet taken, one after the other, until none is left.
-    func work(_ body: (Int) -> Void) {
+    /// Runs `body` for the indices not yet taken, one after the other, until none is left (or
+    /// for one, with `once`).
+    func work(_ body: (Int) -> Void, once: Bool = false) {
         while let index = take() {
             body(index)
             condition.withLock {
                 done += 1
                 if done == count { condition.broadcast() }
             }
+            if once { return }
         }
     }
 

@@ -16,7 +16,8 @@ import NIOConcurrencyHelpers
 ///
 /// One group at a time, on a ``DiskWork`` thread, taken as soon as the previous one is done: a
 /// download finishing while no group is being finished is a group of one. A group's files are
-/// flushed by up to ``flushHelpers`` more disk threads beside that one (``DiskWork/forEach(_:helpers:_:)``).
+/// flushed by up to ``flushHelpers`` more disk threads beside that one when the first took long
+/// enough to be worth it (``DiskWork/forEach(_:helpers:whenSlowerThan:_:)``).
 final class FinishGroups: Sendable {
     private let store: any DownloadStore
     private let waiting = NIOLockedValueBox(Waiting())
@@ -24,8 +25,10 @@ final class FinishGroups: Sendable {
     /// The most downloads one group finishes.
     static let maxGroup = 64
 
-    /// The most disk threads that flush a group's files beside the one finishing it.
+    /// The most disk threads that flush a group's files beside the one finishing it, when its first
+    /// file's flush took at least ``slowFlush`` (a disk; on tmpfs a flush is a few microseconds).
     static let flushHelpers = 7
+    static let slowFlush = Duration.microseconds(100)
 
     private struct Waiting {
         var members: [Member] = []
@@ -82,7 +85,7 @@ final class FinishGroups: Sendable {
         // the disk serves `fsync`s that come together with fewer cache flushes than one by one.
         let befores = group.map { $0.transfer.value.record }
         let failures = NIOLockedValueBox<[Int: any Error]>([:])
-        DiskWork.forEach(group.count, helpers: Self.flushHelpers) { index in
+        DiskWork.forEach(group.count, helpers: Self.flushHelpers, whenSlowerThan: Self.slowFlush) { index in
             do {
                 try group[index].transfer.value.prepareCompletion()
             } catch {
