@@ -23,7 +23,11 @@ struct DaemonClient {
         let call = JSONValue.object([
             "jsonrpc": "2.0", "id": "swoop", "method": .string(method), "params": .array([.string("token:\(address.secret)")] + params),
         ])
-        var request = HTTPClientRequest(url: address.url + "/jsonrpc")
+        // daemon.json is a file on disk: a port NIO would trap on is an error, not a crash.
+        guard let url = URL(string: address.url + "/jsonrpc"), url.host != nil, DownloadRequest.portProblem(url) == nil else {
+            throw SwoopError(.network, "cannot reach the swoop daemon: its \(DaemonAddress.fileName) names \(address.url), not an address")
+        }
+        var request = HTTPClientRequest(url: url.absoluteString)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(call.serialized())

@@ -70,6 +70,7 @@ struct GetCommandTests: CLISuite {
         ("ftp://example.com/x", "swoop: error: unsupported URL scheme 'ftp' in ftp://example.com/x: only http and https"),
         ("http://", "swoop: error: invalid URL (no host): http://"),
         ("::nonsense", "swoop: error: invalid URL: ::nonsense"),
+        ("http://127.0.0.1:99999/x", "swoop: error: invalid URL (the port 99999 is not a number from 1 to 65535): http://127.0.0.1:99999/x"),
     ])
     func badURLIsExitTwoWithOneLineAndNothingCreated(url: String, line: String) async throws {
         defer { stop() }

@@ -103,7 +103,7 @@ struct ManyDownloadsTests: CLISuite {
         defer { stop() }
         let bodies = serveMany(1, size: 100, on: server)
         let missing = server.url("/missing.bin")
-        let listFile = try writeList([server.url("/f000.bin"), "# fine", "ftp://example.com/x", "not a url", missing])
+        let listFile = try writeList([server.url("/f000.bin"), "# fine", "ftp://example.com/x", "not a url", "http://127.0.0.1:99999/x", missing])
         let result = try await swoop("get", ["-i", listFile] + transferOptions())
         // The exit status says something failed, the bad line first (it was reported first, before
         // the 404); the good line was downloaded all the same, and the summary counts the bad line.
@@ -112,13 +112,16 @@ struct ManyDownloadsTests: CLISuite {
         // A lone word is not taken for a host without a scheme: the line is bad, and the message
         // shows how it was read.
         let notURL = "\(listFile):4: invalid URL: not (the line \"not a url\" is read as a URL, then the file name to save it as)"
+        let badPort = "\(listFile):5: invalid URL (the port 99999 is not a number from 1 to 65535): http://127.0.0.1:99999/x"
         #expect(result.stderrLines == [
             "swoop: error: \(badLine)",
             "swoop: error: \(notURL)",
+            "swoop: error: \(badPort)",
             "swoop: error: HTTP 404 Not Found from \(missing)",
-            "swoop: error: 3 of 4 downloads failed:",
+            "swoop: error: 4 of 5 downloads failed:",
             "swoop: error:   \(badLine)",
             "swoop: error:   \(notURL)",
+            "swoop: error:   \(badPort)",
             "swoop: error:   HTTP 404 Not Found from \(missing)",
         ])
         #expect(sha256Hex(file: out + "/f000.bin") == sha256Hex(bodies["f000.bin"]!))

@@ -65,6 +65,13 @@ struct Aria2MethodTests {
         #expect(bad.errorMessage == "split: 'many' is not a number from 1 to 64")
         let notURL = await fixture.call("aria2.addUri", ["ftp://example.com/x"])
         #expect(notURL.errorMessage?.contains("ftp://example.com/x") == true)
+        // A port NIO would trap on is refused here, the daemon still answering after it.
+        let badPort = await fixture.call("aria2.addUri", ["http://127.0.0.1:99999/x"])
+        #expect(badPort.errorMessage == "invalid URL (the port 99999 is not a number from 1 to 65535): http://127.0.0.1:99999/x")
+        let badMirror = await fixture.call("aria2.addUri", [.string(fixture.server.url("/o.bin")), "http://127.0.0.1:0/o.bin"])
+        #expect(badMirror.errorMessage == "invalid URL (the port 0 is not a number from 1 to 65535): http://127.0.0.1:0/o.bin")
+        let version = await fixture.call("aria2.getVersion")
+        #expect(version.errorMessage == nil)
     }
 
     @Test func aDirectoryOutsideTheRootsIsRefused() async throws {

@@ -32,6 +32,10 @@ extension HTTPClientPool {
             merged.removeAll { $0.name.lowercased() == "proxy-authorization" }
         }
         while true {
+            // Every caller validates its URLs; this keeps a port NIO would trap on from ever reaching it.
+            if let problem = DownloadRequest.portProblem(redirects.current) {
+                throw SwoopError(.invalidURL, "invalid URL (\(problem)): \(redirects.current.absoluteString)")
+            }
             var request = HTTPClientRequest(url: redirects.current.absoluteString)
             request.method = .GET
             // Each hop's own cookies and netrc login (never another host's).

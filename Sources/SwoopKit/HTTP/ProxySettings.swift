@@ -95,7 +95,7 @@ public struct ProxySettings: Sendable, Hashable, CustomStringConvertible {
         var port = kind.defaultPort
         if let portText {
             guard !portText.isEmpty else { throw failure("the port is missing after :") }
-            guard let number = Int(portText), portText.allSatisfy({ $0.isASCII && $0.isNumber }), (1...65_535).contains(number) else {
+            guard let number = Int(portText), portText.allSatisfy({ $0.isASCII && $0.isNumber }), DownloadRequest.validPorts.contains(number) else {
                 throw failure("the port \(portText) is not a number from 1 to 65535")
             }
             port = number

@@ -33,6 +33,9 @@ struct RedirectTracker: Sendable {
         else {
             throw SwoopError(.redirect, "invalid redirect Location '\(location)' from \(current.absoluteString)")
         }
+        if let problem = DownloadRequest.portProblem(target) {
+            throw SwoopError(.redirect, "invalid redirect Location '\(location)' from \(current.absoluteString): \(problem)")
+        }
         guard scheme == "http" || scheme == "https" else {
             throw SwoopError(.redirect, "refusing redirect to unsupported scheme '\(scheme)': \(target.absoluteString)")
         }

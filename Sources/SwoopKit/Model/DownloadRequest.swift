@@ -87,7 +87,17 @@ public struct DownloadRequest: Sendable {
         DownloadKey(url: url.absoluteString, directory: directory, requestedName: fileName ?? "")
     }
 
-    /// Checks that `string` is an absolute http(s) URL with a host.
+    /// The ports a URL may name: NIO traps on a socket address with any other.
+    public static let validPorts = 1...65_535
+
+    /// Why `url`'s port cannot be connected to ("the port 99999 is not a number from 1 to 65535"),
+    /// or `nil` for none or a valid one.
+    public static func portProblem(_ url: URL) -> String? {
+        guard let port = url.port, !validPorts.contains(port) else { return nil }
+        return "the port \(port) is not a number from 1 to 65535"
+    }
+
+    /// Checks that `string` is an absolute http(s) URL with a host and a port from 1 to 65535.
     public static func validate(_ string: String) throws -> URL {
         let trimmed = Syntax.trimmingWhitespace(string)
         guard !trimmed.isEmpty, let components = URLComponents(string: trimmed), let scheme = components.scheme
@@ -101,6 +111,9 @@ public struct DownloadRequest: Sendable {
         // of memory for nothing on an ASCII host.
         guard let host = components.rangeOfHost, !host.isEmpty, let url = components.url else {
             throw SwoopError(.invalidURL, "invalid URL (no host): \(string)")
+        }
+        if let problem = portProblem(url) {
+            throw SwoopError(.invalidURL, "invalid URL (\(problem)): \(string)")
         }
         return url
     }

@@ -1,0 +1,72 @@
+import Foundation
+import SwoopTesting
+import Testing
+
+@testable import SwoopKit
+
+/// A URL's port outside 1–65535 is one clear error wherever a URL comes from: NIO traps on a
+/// socket address with such a port, so none may reach it (a crash loop for a stored one).
+@Suite("URL ports outside 1–65535", .timeLimit(.minutes(1)))
+struct URLPortTests {
+    @Test(arguments: ["http://127.0.0.1:99999/x", "http://127.0.0.1:65536/x", "https://example.com:0/x", "http://[::1]:70000/x"])
+    func aPortOutOfRangeIsAnInvalidURL(url: String) throws {
+        let port = try #require(URLComponents(string: url)?.port)
+        let error = try #require(throws: SwoopError.self) { try DownloadRequest.validate(url) }
+        #expect(error.code == .invalidURL)
+        #expect(error.message == "invalid URL (the port \(port) is not a number from 1 to 65535): \(url)")
+    }
+
+    @Test(arguments: ["http://127.0.0.1:1/x", "http://127.0.0.1:65535/x", "http://127.0.0.1/x", "https://[::1]:8443/x"])
+    func aPortInRangeOrNoneIsValid(url: String) throws {
+        #expect(try DownloadRequest.validate(url).absoluteString == url)
+    }
+
+    @Test func aRedirectToAPortOutOfRangeFailsNamingIt() async throws {
+        let f = try await Fixture.make()
+        defer { f.stop() }
+        f.server.setDefault("/a", .redirect(status: 302, location: "http://127.0.0.1:99999/b"))
+        let (result, _) = await f.download(try f.request("/a"))
+        guard case .failure(let error) = result else { Issue.record("should fail"); return }
+        #expect(error.code == .redirect)
+        #expect(error.message == "invalid redirect Location 'http://127.0.0.1:99999/b' from \(f.server.url("/a")): the port 99999 is not a number from 1 to 65535")
+        #expect(f.files().isEmpty)
+    }
+
+    /// A record stored with such a URL (by an older swoop, or edited on disk) fails that download
+    /// with the error, and the queue goes on with the rest.
+    @Test func aStoredRecordWithAPortOutOfRangeFailsAndTheRestRun() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        _ = f.serve("/mirrored.bin", size: 10_000)
+        let body = f.serve("/good.bin", size: 10_000, seed: 2)
+        let store = InMemoryDownloadStore()
+        var bad = DownloadRecord(url: "http://127.0.0.1:99999/bad.bin", directory: f.directory, requestedName: "", bootID: FileSystem.bootID)
+        bad.state = .paused
+        try store.save(bad)
+        var badMirror = f.record("/mirrored.bin")
+        badMirror.state = .paused
+        badMirror.mirrors = ["http://127.0.0.1:70000/mirrored.bin"]
+        try store.save(badMirror)
+        let run = try f.start(store: store)
+        defer { Task { await run.stop() } }
+        try await run.manager.resume(bad.id)
+        try await run.manager.resume(badMirror.id)
+        let good = try await run.manager.add(f.request("/good.bin"))
+        #expect(await run.waitForTerminal([bad.id, badMirror.id, good]))
+        let errors = [bad.id, badMirror.id].map { id in
+            run.events.terminal(id).compactMap { event -> String? in
+                guard case .failed(_, let error) = event else { return nil }
+                return error.message
+            }
+        }
+        #expect(errors == [
+            ["invalid URL (the port 99999 is not a number from 1 to 65535): http://127.0.0.1:99999/bad.bin"],
+            ["invalid URL (the port 70000 is not a number from 1 to 65535): http://127.0.0.1:70000/mirrored.bin"],
+        ])
+        #expect(run.events.terminal(good).map(\.caseName) == ["completed"])
+        #expect(sha256(file: f.path("good.bin")) == sha256(body))
+        #expect(f.server.requests(to: "/good.bin").count == 1)
+        #expect(f.server.requests(to: "/mirrored.bin").isEmpty)
+        await run.stop()
+    }
+}
