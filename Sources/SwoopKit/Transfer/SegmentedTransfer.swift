@@ -321,6 +321,10 @@ final class SegmentedTransfer: Sendable {
                 try await save.value
                 unrecorded = nil
             }
+            // Paid for before it is written (and before its place is reserved): the bytes on disk
+            // follow the limit, with no lead of one read per connection at the start, none lost at
+            // the end as connections finish.
+            try await context.throttle.consume(buffer.readableBytes)
             var chunk = buffer
             // Reserve before writing: a connection stealing this segment's tail splits after it.
             let position = state.withLockedValue { state -> (at: Int, count: Int)? in
@@ -337,7 +341,6 @@ final class SegmentedTransfer: Sendable {
             }
             try context.part.write(chunk, at: position.at)
             try recordWrite(segmentAt: start, bytes: position.count)
-            try await context.throttle.consume(position.count)
         }
         return state.withLockedValue { $0.plan.segment(at: start)?.isFinished ?? true }
     }

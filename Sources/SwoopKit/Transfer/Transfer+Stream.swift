@@ -13,6 +13,9 @@ extension Transfer {
             if let total, offset + count > total {
                 throw SwoopError(.invalidResponse, "\(record.url) sent more bytes than its announced length \(total)")
             }
+            // Paid for before it is written, so the bytes on disk (and the progress shown) follow the
+            // limit from the first read on, with no lead of one read per connection.
+            try await throttle.consume(count)
             let now = ContinuousClock.now
             // Checkpoint before a write that would leave more than `checkpointBytes` unrecorded, so a
             // crash never costs more than that (one socket read is at most `receiveBufferSize`).
@@ -37,7 +40,6 @@ extension Transfer {
                 meter.record(bytes: offset, at: now)
                 emit(.progress(snapshot()))
             }
-            try await throttle.consume(count)
         }
     }
 
