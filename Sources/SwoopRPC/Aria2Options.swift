@@ -88,6 +88,9 @@ public struct Aria2Options: Sendable {
         guard !name.contains(where: { $0.isWhitespace }), !line.contains(where: { $0 == "\r" || $0 == "\n" }) else {
             throw RPCError.method("header: '\(line)' is not 'Name: value'")
         }
+        if let problem = HTTPHeaderField.problem(name: name, value: value) {
+            throw RPCError.method("header: '\(line)': \(problem)")
+        }
         return (name, value)
     }
 

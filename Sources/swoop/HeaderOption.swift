@@ -16,6 +16,9 @@ enum HeaderOption {
             guard !name.isEmpty, !name.contains(where: { $0.isWhitespace || $0.isNewline }), !value.contains(where: \.isNewline) else {
                 throw SwoopError(.invalidArgument, "invalid header '\(line)': expected 'Name: value'")
             }
+            if let problem = HTTPHeaderField.problem(name: name, value: value) {
+                throw SwoopError(.invalidArgument, "invalid header '\(line)': \(problem)")
+            }
             return (name, value)
         }
     }

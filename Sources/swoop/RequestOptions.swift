@@ -128,8 +128,9 @@ struct RequestOptions: ParsableArguments {
             var fileName = entry.fileName
             if let output {
                 let path = (output as NSString).expandingTildeInPath
-                let dir = (path as NSString).deletingLastPathComponent
-                if !dir.isEmpty { directory = path.hasPrefix("/") ? dir : (base as NSString).appendingPathComponent(dir) }
+                // Not `NSString.deletingLastPathComponent`: Foundation traps on a bare name ("a", "a/").
+                let dir = PathNames.parent(of: path)
+                if !dir.isEmpty { directory = path.hasPrefix("/") ? dir : PathNames.join(base, dir) }
                 fileName = (path as NSString).lastPathComponent
             }
             var request: DownloadRequest

@@ -66,6 +66,25 @@ struct GetCommandTests: CLISuite {
         #expect(result.stdout.isEmpty && result.stderr.isEmpty)
     }
 
+    /// A header name NIO would trap on (exit 132 before) is a usage error naming it.
+    @Test func aHeaderThatCannotBeSentIsExitTwoNamingIt() async throws {
+        defer { stop() }
+        let result = try await get(["-H", "é: x", server.url("/h.bin")])
+        #expect(result.status == 2)
+        #expect(result.stderrLines == ["swoop: error: invalid header 'é: x': a header name cannot have 'é'"])
+        #expect(server.requests.isEmpty)
+    }
+
+    /// A one-character name: Foundation's `deletingLastPathComponent` trapped on it (exit 132).
+    @Test(arguments: ["a", "é"])
+    func aOneCharacterOutputNameIsSavedUnderIt(name: String) async throws {
+        defer { stop() }
+        let body = serve("/one.bin", size: 1000)
+        let result = try await get(["-q", "-o", name, server.url("/one.bin")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(digest(out + "/" + name) == digest(body))
+    }
+
     @Test(arguments: [
         ("ftp://example.com/x", "swoop: error: unsupported URL scheme 'ftp' in ftp://example.com/x: only http and https"),
         ("http://", "swoop: error: invalid URL (no host): http://"),

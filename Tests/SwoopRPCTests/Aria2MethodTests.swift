@@ -70,6 +70,8 @@ struct Aria2MethodTests {
         #expect(badPort.errorMessage == "invalid URL (the port 99999 is not a number from 1 to 65535): http://127.0.0.1:99999/x")
         let badMirror = await fixture.call("aria2.addUri", [.string(fixture.server.url("/o.bin")), "http://127.0.0.1:0/o.bin"])
         #expect(badMirror.errorMessage == "invalid URL (the port 0 is not a number from 1 to 65535): http://127.0.0.1:0/o.bin")
+        let badHeader = await fixture.call("aria2.addUri", [.string(fixture.server.url("/o.bin"))], ["header": "é: x"])
+        #expect(badHeader.errorMessage == "header: 'é: x': a header name cannot have 'é'")
         let version = await fixture.call("aria2.getVersion")
         #expect(version.errorMessage == nil)
     }

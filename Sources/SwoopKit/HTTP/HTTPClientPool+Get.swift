@@ -41,6 +41,11 @@ extension HTTPClientPool {
             // Each hop's own cookies and netrc login (never another host's).
             let hopHeaders = configuration.credentials.headers(for: redirects.current, adding: redirects.headers(merged))
             for header in hopHeaders {
+                // Checked here too: a header stored by an older swoop (or edited on disk), a cookie or a
+                // User-Agent reach this point without `-H`'s check, and NIO traps on a bad name.
+                if let problem = HTTPHeaderField.problem(name: header.name, value: header.value) {
+                    throw SwoopError(.invalidArgument, "cannot send the header '\(header.name)' to \(redirects.current.absoluteString): \(problem)")
+                }
                 request.headers.add(name: header.name, value: header.value)
             }
             let deadline = TimeAmount(configuration.timeouts.connect + configuration.timeouts.idle)

@@ -93,8 +93,14 @@ public struct DownloadRequest: Sendable {
     /// Why `url`'s port cannot be connected to ("the port 99999 is not a number from 1 to 65535"),
     /// or `nil` for none or a valid one.
     public static func portProblem(_ url: URL) -> String? {
-        guard let port = url.port, !validPorts.contains(port) else { return nil }
-        return "the port \(port) is not a number from 1 to 65535"
+        if let port = url.port {
+            return validPorts.contains(port) ? nil : "the port \(port) is not a number from 1 to 65535"
+        }
+        // A port too large for an `Int` reads as none (then port 80 would be used): its text says.
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true), let range = components.rangeOfPort,
+            let string = components.string, !range.isEmpty
+        else { return nil }
+        return "the port \(string[range]) is not a number from 1 to 65535"
     }
 
     /// Checks that `string` is an absolute http(s) URL with a host and a port from 1 to 65535.

@@ -2,15 +2,15 @@
 /// standardized when it is asked for, and a file name with no `/`), without a trip through
 /// `NSString`: these run several times for each of thousands of small files. They agree with
 /// `NSString`'s `appendingPathComponent` and `deletingLastPathComponent` on such paths.
-enum PathNames {
+public enum PathNames {
     /// `name` in `directory`.
-    static func join(_ directory: String, _ name: String) -> String {
+    public static func join(_ directory: String, _ name: String) -> String {
         if directory.isEmpty { return name }
         return directory.utf8.last == UInt8(ascii: "/") ? directory + name : directory + "/" + name
     }
 
     /// The directory `path` is in: `/a` for `/a/b`, `/` for `/a`, `""` for a bare name.
-    static func parent(of path: String) -> String {
+    public static func parent(of path: String) -> String {
         var path = Substring(path)
         while path.count > 1, path.utf8.last == UInt8(ascii: "/") { path = path.dropLast() }
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }

@@ -4,13 +4,17 @@ import Testing
 
 @testable import SwoopKit
 
-/// A URL's port outside 1–65535 is one clear error wherever a URL comes from: NIO traps on a
-/// socket address with such a port, so none may reach it (a crash loop for a stored one).
-@Suite("URL ports outside 1–65535", .timeLimit(.minutes(1)))
-struct URLPortTests {
-    @Test(arguments: ["http://127.0.0.1:99999/x", "http://127.0.0.1:65536/x", "https://example.com:0/x", "http://[::1]:70000/x"])
+/// A URL's port outside 1–65535, or a header name that is not a token, is one clear error wherever
+/// it comes from: NIO traps on either, so none may reach it (a crash loop for a stored one).
+@Suite("URL ports outside 1–65535 and headers that cannot be sent", .timeLimit(.minutes(1)))
+struct UnsendableRequestTests {
+    @Test(arguments: [
+        "http://127.0.0.1:99999/x", "http://127.0.0.1:65536/x", "https://example.com:0/x", "http://[::1]:70000/x",
+        // Too large for an `Int`: Foundation reads no port at all, and port 80 was used.
+        "http://127.0.0.1:99999999999999999999/x", "http://[::1]:9223372036854775808/x",
+    ])
     func aPortOutOfRangeIsAnInvalidURL(url: String) throws {
-        let port = try #require(URLComponents(string: url)?.port)
+        let port = try #require(url.split(separator: ":").last?.split(separator: "/").first)
         let error = try #require(throws: SwoopError.self) { try DownloadRequest.validate(url) }
         #expect(error.code == .invalidURL)
         #expect(error.message == "invalid URL (the port \(port) is not a number from 1 to 65535): \(url)")
@@ -21,14 +25,15 @@ struct URLPortTests {
         #expect(try DownloadRequest.validate(url).absoluteString == url)
     }
 
-    @Test func aRedirectToAPortOutOfRangeFailsNamingIt() async throws {
+    @Test(arguments: [("http://127.0.0.1:99999/b", "99999"), ("//127.0.0.1:99999999999999999999/b", "99999999999999999999")])
+    func aRedirectToAPortOutOfRangeFailsNamingIt(location: String, port: String) async throws {
         let f = try await Fixture.make()
         defer { f.stop() }
-        f.server.setDefault("/a", .redirect(status: 302, location: "http://127.0.0.1:99999/b"))
+        f.server.setDefault("/a", .redirect(status: 302, location: location))
         let (result, _) = await f.download(try f.request("/a"))
         guard case .failure(let error) = result else { Issue.record("should fail"); return }
         #expect(error.code == .redirect)
-        #expect(error.message == "invalid redirect Location 'http://127.0.0.1:99999/b' from \(f.server.url("/a")): the port 99999 is not a number from 1 to 65535")
+        #expect(error.message == "invalid redirect Location '\(location)' from \(f.server.url("/a")): the port \(port) is not a number from 1 to 65535")
         #expect(f.files().isEmpty)
     }
 
@@ -67,6 +72,38 @@ struct URLPortTests {
         #expect(sha256(file: f.path("good.bin")) == sha256(body))
         #expect(f.server.requests(to: "/good.bin").count == 1)
         #expect(f.server.requests(to: "/mirrored.bin").isEmpty)
+        await run.stop()
+    }
+
+    @Test func aHeaderNameIsATokenAndAValueHasNoControlCharacters() {
+        #expect(HTTPHeaderField.problem(name: "X-Ok_1!#$%&'*+.^`|~", value: "é and tabs\tare fine") == nil)
+        #expect(HTTPHeaderField.problem(name: "é", value: "x") == "a header name cannot have 'é'")
+        #expect(HTTPHeaderField.problem(name: "(", value: "x") == "a header name cannot have '('")
+        #expect(HTTPHeaderField.problem(name: "A\u{1}", value: "x") == "a header name cannot have '\\u{01}'")
+        #expect(HTTPHeaderField.problem(name: "", value: "x") == "the name is empty")
+        #expect(HTTPHeaderField.problem(name: "A", value: "a\r\nb") == "a header value cannot have control characters")
+    }
+
+    /// A header stored with a name NIO would trap on fails its download, naming it.
+    @Test func aStoredHeaderThatCannotBeSentFailsTheDownload() async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        _ = f.serve("/h.bin", size: 1_000)
+        let store = InMemoryDownloadStore()
+        var record = f.record("/h.bin")
+        record.state = .paused
+        record.headers = [HTTPHeaderField(name: "é", value: "x")]
+        try store.save(record)
+        let run = try f.start(store: store)
+        defer { Task { await run.stop() } }
+        try await run.manager.resume(record.id)
+        #expect(await run.waitForTerminal([record.id]))
+        guard case .failed(_, let error) = run.events.terminal(record.id).first else {
+            Issue.record("not failed: \(run.events.terminal(record.id))")
+            return
+        }
+        #expect(error.message == "cannot send the header 'é' to \(f.server.url("/h.bin")): a header name cannot have 'é'")
+        #expect(f.server.requests.isEmpty)
         await run.stop()
     }
 }
