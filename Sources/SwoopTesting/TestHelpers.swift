@@ -16,8 +16,31 @@ public func fileSize(_ path: String) -> Int? {
     (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int
 }
 
+/// How long a test waits for what must come: a minute. Only a failing test waits that long, and a
+/// passing one can need much of it: the whole suite runs at once on two cores, where CPU-bound
+/// tests beside it can hold the cooperative threads for tens of seconds (a 100 kB download from
+/// loopback took over 20 s to show in the suite's first half minute).
+public let patience: Duration = .seconds(60)
+
+/// Runs `body` and returns its value, or `nil` once `timeout` passes (and `body` is cancelled):
+/// for a wait that an earlier failure could leave without end, such as an event that never comes.
+public func withTimeout<Value: Sendable>(
+    _ timeout: Duration = patience, _ body: @escaping @Sendable () async -> Value
+) async -> Value? {
+    await withTaskGroup(of: Value?.self) { group in
+        group.addTask { await body() }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
+
 /// Polls `condition` every few milliseconds until it holds or `timeout` passes; returns its last value.
-public func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+public func eventually(timeout: Duration = patience, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if condition() { return true }
@@ -28,7 +51,7 @@ public func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool
 
 /// Polls an async `condition` (an actor's state, a database) every few milliseconds until it holds
 /// or `timeout` passes; returns its last value.
-public func eventuallyAsync(timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
+public func eventuallyAsync(timeout: Duration = patience, _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if await condition() { return true }

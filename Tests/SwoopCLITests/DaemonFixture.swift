@@ -27,7 +27,7 @@ struct DaemonFixture {
         var arguments = ["daemon", "--listen", "127.0.0.1:0", "--state-dir", state, "-d", downloads, "--log-level", "warning"]
         if let secret { arguments += ["--secret", secret] }
         let running = try SwoopBinary.Running(arguments + extra, directory: root)
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + patience
         while ContinuousClock.now < deadline {
             if let data = FileManager.default.contents(atPath: state + "/daemon.json"),
                 let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
@@ -63,9 +63,9 @@ struct DaemonFixture {
         return (try JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any])?["result"]
     }
 
-    /// Waits (up to 20 s) until `tellStatus` says `status`.
+    /// Waits (up to ``patience``) until `tellStatus` says `status`.
     func waitFor(_ gid: String, _ status: String) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + patience
         while ContinuousClock.now < deadline {
             if (try await result("aria2.tellStatus", gid, ["status"]) as? [String: Any])?["status"] as? String == status { return true }
             try await Task.sleep(for: .milliseconds(50))

@@ -60,7 +60,8 @@ struct PostgresCatalogueTests {
         let error = await #expect(throws: SwoopError.self) { try await catalogue.counts() }
         #expect(error?.message == "counting the fleet's store at postgres://swoop@127.0.0.1:\(silent.port)/fleet failed: no answer within 1 s")
         #expect(error?.code == .timeout)
-        #expect(ContinuousClock.now - started < .seconds(20))
+        // Its 1 s, not the connection's own wait (minutes); loose, for a loaded machine.
+        #expect(ContinuousClock.now - started < patience)
         await catalogue.close()
         let closed = await #expect(throws: SwoopError.self) { try await catalogue.renew(node: "a", lease: .seconds(1), progress: [ClaimProgress(id: .make(), epoch: 1)]) }
         #expect(closed?.message == "renewing claims in the fleet's store at postgres://swoop@127.0.0.1:\(silent.port)/fleet failed: it was closed")

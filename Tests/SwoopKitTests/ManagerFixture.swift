@@ -92,7 +92,7 @@ struct ManagerRun {
     }
 
     /// Waits until each id has had a terminal event.
-    func waitForTerminal(_ ids: [Download.ID], timeout: Duration = .seconds(30)) async -> Bool {
+    func waitForTerminal(_ ids: [Download.ID], timeout: Duration = patience) async -> Bool {
         await events.wait(timeout: timeout) { log in
             let ended = Set(log.filter(\.isTerminal).map(\.download.id))
             return ids.allSatisfy(ended.contains)
@@ -134,7 +134,7 @@ final class ManagerEventLog: Sendable {
     }
 
     /// Polls until `condition` holds for the events so far, or `timeout` passes.
-    func wait(timeout: Duration = .seconds(20), _ condition: ([DownloadEvent]) -> Bool) async -> Bool {
+    func wait(timeout: Duration = patience, _ condition: ([DownloadEvent]) -> Bool) async -> Bool {
         await eventually(timeout: timeout) { condition(all) }
     }
 }

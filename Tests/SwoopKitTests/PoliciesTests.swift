@@ -292,7 +292,11 @@ struct PoliciesTests {
         let events = first.events()
         let request = try f.request("/a.bin")
         let running = Task { try await first.download(request) }
-        for await event in events { if case .started = event { break } }
+        let started = await withTimeout {
+            for await event in events { if case .started = event { return true } }
+            return false
+        }
+        try #require(started == true, "the first download never started")
         let (second, _) = await f.download(request, store: store)
         guard case .failure(let error) = second else { Issue.record("second writer must be refused"); return }
         #expect(error.code == .inUse)

@@ -92,7 +92,7 @@ struct RateLimitTests {
         case .byDefault: try await run.manager.setDefaultRateLimit(nil)
         case .overall: try await run.manager.setOverallRateLimit(nil)
         }
-        #expect(await run.waitForTerminal([id], timeout: .seconds(20)))
+        #expect(await run.waitForTerminal([id]))
         #expect(run.events.terminal(id).map(\.caseName) == ["completed"])
         #expect(sha256(file: f.path("slow.bin")) == sha256(body))
         await run.stop()

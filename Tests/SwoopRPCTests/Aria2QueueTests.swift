@@ -132,7 +132,7 @@ struct Aria2QueueTests {
         let old = fixture.server.url("/signed.bin?sig=1")
         let gid = try #require(await fixture.value("aria2.addUri", [.string(old)]).string)
         // The first answer is slow: pause halfway, as a user whose link expired would.
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + patience
         while Int(await fixture.status(gid)["completedLength"]?.string ?? "") ?? 0 < 512 << 10, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -300,11 +300,14 @@ struct Aria2NotificationTests {
         #expect(await fixture.waitFor(gid, "complete"))
         let events = fixture.manager.events()
         #expect(await fixture.value("aria2.removeDownloadResult", .string(gid)) == "OK")
-        for await event in events {
-            if case .removed(let removed) = event, removed.id.rawValue == gid {
-                #expect(fixture.rpc.notifications(for: event).isEmpty)
-                break
+        // Bounded: when the removal failed, no such event comes.
+        let removed = await withTimeout { () -> DownloadEvent? in
+            for await event in events {
+                if case .removed(let removed) = event, removed.id.rawValue == gid { return event }
             }
+            return nil
         }
+        let event = try #require(removed ?? nil, "no removed event for \(gid)")
+        #expect(fixture.rpc.notifications(for: event).isEmpty)
     }
 }

@@ -70,9 +70,9 @@ struct RPCFixture {
         await value("aria2.tellStatus", .string(gid)).object ?? [:]
     }
 
-    /// Waits (up to 20 s) until the download's status is `status`.
+    /// Waits (up to ``patience``) until the download's status is `status`.
     func waitFor(_ gid: String, _ status: String) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + patience
         while ContinuousClock.now < deadline {
             if await self.status(gid)["status"]?.string == status { return true }
             try? await Task.sleep(for: .milliseconds(20))
