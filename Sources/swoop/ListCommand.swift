@@ -149,7 +149,8 @@ enum DownloadTable {
     }
 
     private static func seconds(_ value: Double) -> String {
-        value == value.rounded() ? "\(Int(value))s" : "\(value)s"
+        // Int(exactly:): a stored value may be anything (1e308 trapped `Int(_:)`).
+        Int(exactly: value).map { "\($0)s" } ?? "\(value)s"
     }
 
     /// An error for the 40 columns of the table: without the download's URL, which the row shows

@@ -38,6 +38,19 @@ struct MetalinkTests {
         #expect(files.first?.checksum?.description == "sha-1=" + String(repeating: "c", count: 40))
     }
 
+    /// Preferences out of Metalink 3.0's 0-100 are clamped: -9223372036854775808 trapped the rank.
+    @Test func preferencesOutOfRangeAreClampedNotATrap() throws {
+        let xml = """
+            <metalink version="3.0" xmlns="http://www.metalinker.org/"><files><file name="d.bin"><resources>
+              <url type="http" preference="-9223372036854775808">http://least/d.bin</url>
+              <url type="http" preference="50">http://middle/d.bin</url>
+              <url type="http" preference="9223372036854775807">http://most/d.bin</url>
+            </resources></file></files></metalink>
+            """
+        let files = try Metalink.parse(Data(xml.utf8), source: "d.metalink")
+        #expect(files.first?.urls == ["http://most/d.bin", "http://middle/d.bin", "http://least/d.bin"])
+    }
+
     @Test func errorsNameTheFile() {
         let notXML = #expect(throws: SwoopError.self) { try Metalink.parse(Data("not xml <".utf8), source: "m.meta4") }
         #expect(notXML?.message.hasPrefix("cannot read Metalink m.meta4") == true)

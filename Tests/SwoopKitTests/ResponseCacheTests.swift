@@ -107,6 +107,20 @@ struct ResponseCacheTests {
         #expect(files().filter { $0.hasSuffix(".body") }.count == 2)
     }
 
+    /// Eviction counts what the bodies hold: metadata claiming Int.max bytes (a damaged file)
+    /// trapped the sum; now the entry is a miss and the others stay.
+    @Test func aSizeInDamagedMetadataIsNotTakenForTheBodys() throws {
+        let cache = try cache(maxBytes: 250)
+        var damaged = try put(cache, "http://example.test/a", Array(repeating: 1, count: 100), at: 0)
+        damaged.size = .max
+        try cache.update(damaged)
+        try put(cache, "http://example.test/b", Array(repeating: 2, count: 100), at: 1)
+        cache.evict()
+        #expect(cache.lookup("http://example.test/b") != nil)
+        #expect(cache.lookup("http://example.test/a") == nil)
+        #expect(files().filter { $0.hasSuffix(".body") }.count == 1)
+    }
+
     @Test func evictionKeepsTheNewestEvenWhenAloneItFillsTheCache() throws {
         let cache = try cache(maxBytes: 150)
         try put(cache, "http://example.test/a", Array(repeating: 1, count: 100), at: 0)

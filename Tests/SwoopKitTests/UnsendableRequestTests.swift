@@ -6,7 +6,7 @@ import Testing
 
 /// A URL's port outside 1–65535, or a header name that is not a token, is one clear error wherever
 /// it comes from: NIO traps on either, so none may reach it (a crash loop for a stored one).
-@Suite("URL ports outside 1–65535 and headers that cannot be sent", .timeLimit(.minutes(1)))
+@Suite("Requests that cannot be sent: URL ports outside 1–65535, bad header names, stored settings out of range", .timeLimit(.minutes(1)))
 struct UnsendableRequestTests {
     @Test(arguments: [
         "http://127.0.0.1:99999/x", "http://127.0.0.1:65536/x", "https://example.com:0/x", "http://[::1]:70000/x",
@@ -75,6 +75,37 @@ struct UnsendableRequestTests {
         await run.stop()
     }
 
+    /// Settings stored out of range (a record edited on disk) fail that download, naming the
+    /// setting: an idle timeout of 1e308 s trapped, 100,000 connections of 1 byte each spun.
+    @Test(arguments: [
+        (DownloadSettings.Key.idle, "the idle timeout must be more than 0 and at most 1000000 seconds (got 1e+308)"),
+        (.connections, "connections must be between 1 and 64 (got 100000)"),
+    ])
+    func storedSettingsOutOfRangeFailTheDownload(setting: DownloadSettings.Key, message: String) async throws {
+        let f = try await ManagerFixture.make()
+        defer { f.stop() }
+        _ = f.serve("/s.bin", size: 1_000)
+        let store = InMemoryDownloadStore()
+        var record = f.record("/s.bin")
+        record.state = .paused
+        switch setting {
+        case .idle: record.settings.idleTimeout = 1e308
+        case .connections: (record.settings.maxConnections, record.settings.minSplitSize) = (100_000, 1)
+        }
+        try store.save(record)
+        let run = try f.start(store: store)
+        defer { Task { await run.stop() } }
+        try await run.manager.resume(record.id)
+        #expect(await run.waitForTerminal([record.id]))
+        guard case .failed(_, let error) = run.events.terminal(record.id).first else {
+            Issue.record("not failed: \(run.events.terminal(record.id))")
+            return
+        }
+        #expect(error.message == message)
+        #expect(f.server.requests.isEmpty)
+        await run.stop()
+    }
+
     @Test func aHeaderNameIsATokenAndAValueHasNoControlCharacters() {
         #expect(HTTPHeaderField.problem(name: "X-Ok_1!#$%&'*+.^`|~", value: "é and tabs\tare fine") == nil)
         #expect(HTTPHeaderField.problem(name: "é", value: "x") == "a header name cannot have 'é'")
@@ -106,4 +137,9 @@ struct UnsendableRequestTests {
         #expect(f.server.requests.isEmpty)
         await run.stop()
     }
+}
+
+extension DownloadSettings {
+    /// The settings the tests above store out of range.
+    enum Key: Sendable { case idle, connections }
 }

@@ -198,13 +198,18 @@ struct ResponseCache: Sendable {
         for name in names where (name.hasSuffix(".body") && !referenced.contains(name)) || name.hasPrefix(".tmp-") {
             if isOld(path(name), now: now) { unlink(path(name)) }
         }
-        var total = entries.reduce(0) { $0 + $1.metadata.size }
+        // Counted by what each body holds on disk, not by what its metadata says: a damaged entry's
+        // size can be any number (Int.max summed to a trap), and a lookup removes such an entry.
+        let sizes = Dictionary(entries.map { entry in
+            (entry.key, isBodyName(entry.metadata.bodyFile, key: entry.key) ? FileSystem.sizeAndModified(path(entry.metadata.bodyFile))?.size ?? 0 : 0)
+        }, uniquingKeysWith: { first, _ in first })
+        var total = sizes.values.reduce(0, +)
         for entry in entries.sorted(by: { ($0.metadata.lastAccess, $0.key) < ($1.metadata.lastAccess, $1.key) }) {
             guard total > maxBytes else { break }
             guard entry.key != keeping else { continue }
             unlink(metadataPath(entry.key))
             if isBodyName(entry.metadata.bodyFile, key: entry.key) { unlink(path(entry.metadata.bodyFile)) }
-            total -= entry.metadata.size
+            total -= sizes[entry.key] ?? 0
         }
     }
 

@@ -108,6 +108,9 @@ extension DownloadManager {
         }
         var prepared: (url: URL, options: Transfer.Options)
         do {
+            // Stored settings are checked as a request's are: a record edited on disk (an idle
+            // timeout of 1e308 s trapped turning into a Duration) fails alone, naming the setting.
+            try record.settings.validate()
             prepared = (try DownloadRequest.validate(record.url), try Transfer.Options(record))
         } catch {
             return settle(id, record: record, runs.ended(id, .failure(SwoopError.wrapping(error))))

@@ -68,8 +68,10 @@ public enum Metalink {
             switch local(element) {
             case "url" where current != nil && (value.lowercased().hasPrefix("http://") || value.lowercased().hasPrefix("https://")):
                 // Only http(s): ftp, rsync and torrent links are left out.
-                // RFC 5854: priority 1 is first. Metalink 3.0: preference 100 is first.
-                let rank = attributes["priority"].flatMap(Int.init) ?? attributes["preference"].flatMap(Int.init).map { 1000 - $0 } ?? 999_999
+                // RFC 5854: priority 1 is first. Metalink 3.0: preference 100 is first (its range is
+                // 0-100: clamped, so that no number in a document overflows the rank).
+                let preference = attributes["preference"].flatMap(Int.init).map { 1000 - min(max($0, 0), 100) }
+                let rank = attributes["priority"].flatMap(Int.init) ?? preference ?? 999_999
                 let order = current?.urls.count ?? 0
                 current?.urls.append((rank, order, value))
             case "size" where current != nil:
