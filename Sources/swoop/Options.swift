@@ -50,22 +50,24 @@ struct GlobalOptions: ParsableArguments {
 
 /// How downloads are made: shared by `get` and `resume`.
 struct TransferOptions: ParsableArguments {
+    // Numbers are read `.unconditional`ly: `-j -1` is the value -1, named by the range check, not
+    // "Missing value" (ArgumentParser takes "-1" for an option).
     @Flag(help: "With --json: also print each running download's state (\"state\": \"active\") at most once a second.")
     var progress = false
 
-    @Option(name: [.customShort("j"), .customLong("max-concurrent")], help: "Most downloads at once; the rest wait.")
+    @Option(name: [.customShort("j"), .customLong("max-concurrent")], parsing: .unconditional, help: "Most downloads at once; the rest wait.")
     var maxConcurrent: Int = 5
 
-    @Option(help: ArgumentHelp("Most downloads from one host at once (default: no limit).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Most downloads from one host at once (default: no limit).", valueName: "n"))
     var maxPerHost: Int?
 
     @Option(
-        name: [.customShort("x"), .customShort("s"), .customLong("connections")],
+        name: [.customShort("x"), .customShort("s"), .customLong("connections")], parsing: .unconditional,
         help: "Connections per file (default 1; -s as in aria2); a file splits only if the server supports ranges."
     )
     var connections: Int?
 
-    @Option(help: ArgumentHelp("Smallest segment when a file is split (default 8M; K, M, G suffixes).", valueName: "size"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Smallest segment when a file is split (default 8M; K, M, G suffixes).", valueName: "size"))
     var minSplitSize: String?
 
     @Flag(
@@ -85,19 +87,19 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "The User-Agent header.")
     var userAgent: String?
 
-    @Option(help: "Retries after a transient failure (default 5; the count resets when a download gets further).")
+    @Option(parsing: .unconditional, help: "Retries after a transient failure (default 5; the count resets when a download gets further).")
     var retries: Int?
 
-    @Option(help: ArgumentHelp("First retry delay (default 0.5); doubles each retry.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("First retry delay (default 0.5); doubles each retry.", valueName: "seconds"))
     var retryWait: Double?
 
-    @Option(help: ArgumentHelp("Give up connecting after this long (default 30).", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Give up connecting after this long (default 30).", valueName: "seconds"))
     var connectTimeout: Double?
 
-    @Option(help: ArgumentHelp("Retry when no data arrives for this long (default 60; not a total deadline).", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Retry when no data arrives for this long (default 60; not a total deadline).", valueName: "seconds"))
     var timeout: Double?
 
-    @Option(help: "Most redirects to follow.")
+    @Option(parsing: .unconditional, help: "Most redirects to follow.")
     var maxRedirects: Int = 10
 
     @Flag(help: "Allow a redirect from https to http.")
@@ -109,10 +111,10 @@ struct TransferOptions: ParsableArguments {
     @Flag(name: [.customShort("k"), .long], help: "Do not verify TLS certificates (dangerous).")
     var insecure = false
 
-    @Option(help: ArgumentHelp("Keep at most N finished downloads in the list (default: all).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Keep at most N finished downloads in the list (default: all).", valueName: "n"))
     var keepFinished: Int?
 
-    @Option(help: ArgumentHelp("Forget finished downloads older than this many days (default: never).", valueName: "days"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Forget finished downloads older than this many days (default: never).", valueName: "days"))
     var keepDays: Double?
 
     @Option(help: ArgumentHelp("Send the cookies in this Netscape cookies.txt file to the hosts they name.", valueName: "file"))
@@ -200,10 +202,10 @@ struct TransferOptions: ParsableArguments {
         return configuration
     }
 
-    @Option(help: ArgumentHelp("Limit each download to RATE bytes/s (K, M, G suffixes; 0: no limit).", valueName: "rate"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Limit each download to RATE bytes/s (K, M, G suffixes; 0: no limit).", valueName: "rate"))
     var limitRate: String?
 
-    @Option(help: ArgumentHelp("Limit all downloads together to RATE bytes/s (K, M, G suffixes; 0: no limit).", valueName: "rate"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Limit all downloads together to RATE bytes/s (K, M, G suffixes; 0: no limit).", valueName: "rate"))
     var maxOverallLimit: String?
 
     /// The `--max-overall-limit` value (`--limit-rate` is each download's own: ``settings()``).
@@ -221,6 +223,10 @@ struct TransferOptions: ParsableArguments {
         guard let text else { return nil }
         guard let bytes = ByteFormatting.parseSize(text) else {
             throw SwoopError(.invalidArgument, "invalid \(option) '\(text)': give bytes per second such as 500K, 2M or 1G (0 for no limit)")
+        }
+        // 0.5 bytes/s rounds to 0, which is "no limit": the opposite of what was asked.
+        if bytes == 0, text.contains(where: { ("1"..."9").contains($0) }) {
+            throw SwoopError(.invalidArgument, "invalid \(option) '\(text)': less than 1 byte per second (0 is no limit)")
         }
         return .some(bytes == 0 ? nil : bytes)
     }

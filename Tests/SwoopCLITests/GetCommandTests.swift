@@ -110,6 +110,10 @@ struct GetCommandTests: CLISuite {
         (["--checksum", "sha-256=zz", "http://127.0.0.1:9/a"], "invalid sha-256 digest 'zz'"),
         (["-H", "no colon", "http://127.0.0.1:9/a"], "invalid header 'no colon'"),
         (["--overwrite", "--no-clobber", "http://127.0.0.1:9/a"], "contradict"),
+        // A negative number is a value, named by its range, not "Missing value".
+        (["-j", "-1", "http://127.0.0.1:9/a"], "-j/--max-concurrent must be between 1 and 10000"),
+        (["-x", "-2", "http://127.0.0.1:9/a"], "-x/--connections must be between 1 and 64"),
+        (["--timeout", "-5", "http://127.0.0.1:9/a"], "timeouts and waits must be more than 0"),
     ])
     func usageErrorsAreExitTwo(arguments: [String], message: String) async throws {
         defer { stop() }

@@ -41,6 +41,8 @@ struct RateLimitCommandTests: CLISuite {
         (["--limit-rate", "fast"], "swoop: error: invalid --limit-rate 'fast': give bytes per second such as 500K, 2M or 1G (0 for no limit)"),
         (["--max-overall-limit=-1M"], "swoop: error: invalid --max-overall-limit '-1M': give bytes per second such as 500K, 2M or 1G (0 for no limit)"),
         (["--limit-rate", "5X"], "swoop: error: invalid --limit-rate '5X': give bytes per second such as 500K, 2M or 1G (0 for no limit)"),
+        (["--limit-rate", "-1"], "swoop: error: invalid --limit-rate '-1': give bytes per second such as 500K, 2M or 1G (0 for no limit)"),
+        (["--limit-rate", "0.5"], "swoop: error: invalid --limit-rate '0.5': less than 1 byte per second (0 is no limit)"),
     ])
     func aBadRateIsExitTwoWithOneLineAndNothingCreated(options: [String], line: String) async throws {
         defer { stop() }
