@@ -84,26 +84,40 @@ struct UnsendableRequestTests {
     func storedSettingsOutOfRangeFailTheDownload(setting: DownloadSettings.Key, message: String) async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        _ = f.serve("/s.bin", size: 1_000)
-        let store = InMemoryDownloadStore()
-        var record = f.record("/s.bin")
-        record.state = .paused
-        switch setting {
-        case .idle: record.settings.idleTimeout = 1e308
-        case .connections: (record.settings.maxConnections, record.settings.minSplitSize) = (100_000, 1)
+        let error = await Self.failureOfStored(f, "/s.bin") { record in
+            switch setting {
+            case .idle: record.settings.idleTimeout = 1e308
+            case .connections: (record.settings.maxConnections, record.settings.minSplitSize) = (100_000, 1)
+            }
         }
-        try store.save(record)
-        let run = try f.start(store: store)
-        defer { Task { await run.stop() } }
-        try await run.manager.resume(record.id)
-        #expect(await run.waitForTerminal([record.id]))
-        guard case .failed(_, let error) = run.events.terminal(record.id).first else {
-            Issue.record("not failed: \(run.events.terminal(record.id))")
-            return
-        }
-        #expect(error.message == message)
+        #expect(error?.message == message)
         #expect(f.server.requests.isEmpty)
-        await run.stop()
+    }
+
+    /// Stores a paused record of `path` changed by `change`, resumes it and returns how it failed
+    /// (`nil`, with an issue recorded, when it did not).
+    static func failureOfStored(_ f: ManagerFixture, _ path: String, _ change: (inout DownloadRecord) -> Void) async -> SwoopError? {
+        _ = f.serve(path, size: 1_000)
+        let store = InMemoryDownloadStore()
+        var record = f.record(path)
+        record.state = .paused
+        change(&record)
+        do {
+            try store.save(record)
+            let run = try f.start(store: store)
+            defer { Task { await run.stop() } }
+            try await run.manager.resume(record.id)
+            #expect(await run.waitForTerminal([record.id]))
+            await run.stop()
+            guard case .failed(_, let error) = run.events.terminal(record.id).first else {
+                Issue.record("not failed: \(run.events.terminal(record.id))")
+                return nil
+            }
+            return error
+        } catch {
+            Issue.record("\(error)")
+            return nil
+        }
     }
 
     @Test func aHeaderNameIsATokenAndAValueHasNoControlCharacters() {
@@ -119,23 +133,9 @@ struct UnsendableRequestTests {
     @Test func aStoredHeaderThatCannotBeSentFailsTheDownload() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        _ = f.serve("/h.bin", size: 1_000)
-        let store = InMemoryDownloadStore()
-        var record = f.record("/h.bin")
-        record.state = .paused
-        record.headers = [HTTPHeaderField(name: "é", value: "x")]
-        try store.save(record)
-        let run = try f.start(store: store)
-        defer { Task { await run.stop() } }
-        try await run.manager.resume(record.id)
-        #expect(await run.waitForTerminal([record.id]))
-        guard case .failed(_, let error) = run.events.terminal(record.id).first else {
-            Issue.record("not failed: \(run.events.terminal(record.id))")
-            return
-        }
-        #expect(error.message == "cannot send the header 'é' to \(f.server.url("/h.bin")): a header name cannot have 'é'")
+        let error = await Self.failureOfStored(f, "/h.bin") { $0.headers = [HTTPHeaderField(name: "é", value: "x")] }
+        #expect(error?.message == "cannot send the header 'é' to \(f.server.url("/h.bin")): a header name cannot have 'é'")
         #expect(f.server.requests.isEmpty)
-        await run.stop()
     }
 }
 
