@@ -82,6 +82,15 @@ struct RequestOptions: ParsableArguments {
         if overwrite && noClobber { throw ValidationError("--overwrite and --no-clobber contradict each other") }
         if metalink != nil && (output != nil || checksum != nil) { throw ValidationError("a Metalink names its files and hashes: no -o or --checksum with --metalink") }
         if refresh && noClobber { throw ValidationError("--refresh replaces a file that changed: not with --no-clobber") }
+        if let output {
+            // `-o DIR` (or `-o ~`) saved DIR.1 beside it: the directory's name was taken as the file's.
+            let path = (output as NSString).expandingTildeInPath
+            let full = path.hasPrefix("/") ? path : PathNames.join(DownloadRequest.absolute(directory ?? "."), path)
+            var isDirectory: ObjCBool = false
+            if output.hasSuffix("/") || (FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory) && isDirectory.boolValue) {
+                throw ValidationError("-o/--output names a directory (\(output)): give a file name, or -d \(output) to save into it")
+            }
+        }
     }
 
     /// The requests, with their directory made; a line of a list that is not a download is

@@ -111,6 +111,9 @@ struct GetCommandTests: CLISuite {
         (["-H", "no colon", "http://127.0.0.1:9/a"], "invalid header 'no colon'"),
         (["--overwrite", "--no-clobber", "http://127.0.0.1:9/a"], "contradict"),
         // A negative number is a value, named by its range, not "Missing value".
+        // `-o DIR` saved DIR.1 beside it (relative to -d, `..` is the test's own directory).
+        (["-o", "..", "http://127.0.0.1:9/a"], "-o/--output names a directory (..): give a file name, or -d .. to save into it"),
+        (["-o", "new/", "http://127.0.0.1:9/a"], "-o/--output names a directory (new/): give a file name, or -d new/ to save into it"),
         (["-j", "-1", "http://127.0.0.1:9/a"], "-j/--max-concurrent must be between 1 and 10000"),
         (["-x", "-2", "http://127.0.0.1:9/a"], "-x/--connections must be between 1 and 64"),
         (["--timeout", "-5", "http://127.0.0.1:9/a"], "timeouts and waits must be more than 0"),
