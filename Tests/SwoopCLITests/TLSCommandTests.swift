@@ -32,4 +32,15 @@ struct TLSCommandTests {
         #expect(insecure.status == 0)
         #expect(insecure.stderrLines.first?.hasPrefix("swoop: warning: TLS certificate verification is OFF") == true)
     }
+
+    /// https:// to a plain HTTP port: BoringSSL's WRONG_VERSION_NUMBER dump, in plain words.
+    @Test func httpsToAPlainHTTPServerSaysSo() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let root = try makeTemporaryDirectory("swoop-tls")
+        let url = server.url("/s.bin").replacingOccurrences(of: "http://", with: "https://")
+        let result = try await SwoopBinary.run(["get", "--state-dir", root + "/state", "-d", root, "--retries", "0", url], in: root)
+        #expect(result.status == 4)
+        #expect(result.stderrLines == ["swoop: error: TLS error with \(url): the server did not answer in TLS (an http:// address?)"])
+    }
 }

@@ -120,6 +120,17 @@ struct UnsendableRequestTests {
         }
     }
 
+    /// A name that cannot be used says why (it said only "invalid output file name: bbbb…").
+    @Test(arguments: [
+        (String(repeating: "b", count: 250), "longer than 249 bytes (250; the part file adds .swoop)"),
+        ("..", "not a file's name"),
+        ("a\nb", "it has characters a file name cannot have here"),
+    ])
+    func aFileNameThatCannotBeUsedSaysWhy(name: String, why: String) {
+        let error = #expect(throws: SwoopError.self) { try DownloadRequest(url: "http://127.0.0.1/x", directory: "/tmp", fileName: name) }
+        #expect(error?.message == "invalid output file name \(name.debugDescription): \(why)")
+    }
+
     @Test func aHeaderNameIsATokenAndAValueHasNoControlCharacters() {
         #expect(HTTPHeaderField.problem(name: "X-Ok_1!#$%&'*+.^`|~", value: "é and tabs\tare fine") == nil)
         #expect(HTTPHeaderField.problem(name: "é", value: "x") == "a header name cannot have 'é'")

@@ -88,6 +88,10 @@ enum ErrorClassifier {
         if text.contains("CERTIFICATE_VERIFY_FAILED") {
             return "certificate verification failed"
         }
+        // What BoringSSL says when the first bytes back are not a TLS record: plain HTTP, mostly.
+        if text.contains("WRONG_VERSION_NUMBER") {
+            return "the server did not answer in TLS (an http:// address?)"
+        }
         return text
     }
 }

@@ -76,10 +76,21 @@ public struct DownloadRequest: Sendable {
         self.directory = Self.absolute(directory)
         if let fileName {
             guard FileNaming.sanitize(fileName) == fileName else {
-                throw SwoopError(.invalidArgument, "invalid output file name: \(fileName)")
+                throw SwoopError(.invalidArgument, "invalid output file name \(fileName.debugDescription): \(Self.nameProblem(fileName))")
             }
         }
         self.fileName = fileName
+    }
+
+    /// Why `name` is not a file name ``FileNaming/sanitize(_:)`` keeps as it is.
+    static func nameProblem(_ name: String) -> String {
+        let bytes = name.utf8.count
+        if bytes > FileNaming.maxFinalNameBytes {
+            return "longer than \(FileNaming.maxFinalNameBytes) bytes (\(bytes); the part file adds \(FileNaming.partSuffix))"
+        }
+        if name.isEmpty || name == "." || name == ".." { return "not a file's name" }
+        if name.contains("/") { return "a name cannot have '/' (-d names the directory)" }
+        return "it has characters a file name cannot have here"
     }
 
     /// What identifies this download in the store.
