@@ -82,14 +82,21 @@ struct RequestOptions: ParsableArguments {
         if overwrite && noClobber { throw ValidationError("--overwrite and --no-clobber contradict each other") }
         if metalink != nil && (output != nil || checksum != nil) { throw ValidationError("a Metalink names its files and hashes: no -o or --checksum with --metalink") }
         if refresh && noClobber { throw ValidationError("--refresh replaces a file that changed: not with --no-clobber") }
-        if let output {
+        if let output, let full = outputPath(base: DownloadRequest.absolute(directory ?? ".")) {
             // `-o DIR` (or `-o ~`) saved DIR.1 beside it: the directory's name was taken as the file's.
-            let path = (output as NSString).expandingTildeInPath
-            let full = path.hasPrefix("/") ? path : PathNames.join(DownloadRequest.absolute(directory ?? "."), path)
             var isDirectory: ObjCBool = false
             if output.hasSuffix("/") || (FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory) && isDirectory.boolValue) {
                 throw ValidationError("-o/--output names a directory (\(output)): give a file name, or -d \(output) to save into it")
             }
+        }
+    }
+
+    /// `-o`'s path made absolute (`~` expanded, a relative one in `base`, the `-d` directory), or
+    /// `nil` without `-o`.
+    func outputPath(base: String) -> String? {
+        output.map { output in
+            let path = (output as NSString).expandingTildeInPath
+            return path.hasPrefix("/") ? path : PathNames.join(base, path)
         }
     }
 
@@ -132,15 +139,14 @@ struct RequestOptions: ParsableArguments {
         // Sized once: a list of thousands of URLs is not copied as its array grows.
         var requests: [DownloadRequest] = []
         requests.reserveCapacity(entries.count)
+        let outputPath = outputPath(base: base)
         for (entry, checksum) in entries {
             var directory = base
             var fileName = entry.fileName
-            if let output {
-                let path = (output as NSString).expandingTildeInPath
+            if let outputPath {
                 // Not `NSString.deletingLastPathComponent`: Foundation traps on a bare name ("a", "a/").
-                let dir = PathNames.parent(of: path)
-                if !dir.isEmpty { directory = path.hasPrefix("/") ? dir : PathNames.join(base, dir) }
-                fileName = (path as NSString).lastPathComponent
+                directory = PathNames.parent(of: outputPath)
+                fileName = (outputPath as NSString).lastPathComponent
             }
             var request: DownloadRequest
             let url = Self.withScheme(entry.url, console: console)

@@ -185,11 +185,14 @@ struct ResponseCache: Sendable {
     /// unreadable metadata, and orphan bodies and temporary files older than ``orphanAge``.
     func evict(keeping: String? = nil, now: Date = Date()) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        var entries: [(key: String, metadata: Metadata)] = []
+        // Each entry counted by what its body holds on disk, not by what its metadata says: a
+        // damaged entry's size can be any number (Int.max summed to a trap); a lookup removes it.
+        var entries: [(key: String, metadata: Metadata, size: Int)] = []
         for name in names where name.hasSuffix(".json") && !name.hasPrefix(".") {
             let key = String(name.dropLast(".json".count))
             if let metadata = (try? readFile(path(name), limit: 1 << 20)).flatMap(Self.decode) {
-                entries.append((key, metadata))
+                let size = isBodyName(metadata.bodyFile, key: key) ? FileSystem.sizeAndModified(path(metadata.bodyFile))?.size ?? 0 : 0
+                entries.append((key, metadata, size))
             } else if isOld(path(name), now: now) {
                 unlink(path(name))
             }
@@ -198,18 +201,13 @@ struct ResponseCache: Sendable {
         for name in names where (name.hasSuffix(".body") && !referenced.contains(name)) || name.hasPrefix(".tmp-") {
             if isOld(path(name), now: now) { unlink(path(name)) }
         }
-        // Counted by what each body holds on disk, not by what its metadata says: a damaged entry's
-        // size can be any number (Int.max summed to a trap), and a lookup removes such an entry.
-        let sizes = Dictionary(entries.map { entry in
-            (entry.key, isBodyName(entry.metadata.bodyFile, key: entry.key) ? FileSystem.sizeAndModified(path(entry.metadata.bodyFile))?.size ?? 0 : 0)
-        }, uniquingKeysWith: { first, _ in first })
-        var total = sizes.values.reduce(0, +)
+        var total = entries.reduce(0) { $0 + $1.size }
         for entry in entries.sorted(by: { ($0.metadata.lastAccess, $0.key) < ($1.metadata.lastAccess, $1.key) }) {
             guard total > maxBytes else { break }
             guard entry.key != keeping else { continue }
             unlink(metadataPath(entry.key))
             if isBodyName(entry.metadata.bodyFile, key: entry.key) { unlink(path(entry.metadata.bodyFile)) }
-            total -= sizes[entry.key] ?? 0
+            total -= entry.size
         }
     }
 

@@ -23,25 +23,17 @@ public struct HTTPHeaderField: Sendable, Codable, Hashable {
     }
 
     /// Why a header `name: value` cannot be sent, or `nil` when it can: a name is a token (RFC 9110
-    /// §5.1: letters, digits and ``tokenSymbols``; NIO traps on any other byte), a value has no
+    /// §5.1, ``Syntax/isTokenCharacter(_:)``; NIO traps on any other byte), a value has no
     /// control character but tab (§5.5).
     public static func problem(name: String, value: String) -> String? {
         if name.isEmpty { return "the name is empty" }
-        if let bad = name.unicodeScalars.first(where: { !isTokenCharacter($0) }) {
+        if let bad = name.unicodeScalars.first(where: { !Syntax.isTokenCharacter($0) }) {
             return "a header name cannot have '\(bad.escaped(asASCII: bad.value < 0x20 || bad.value == 0x7F))'"
         }
         if value.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
             return "a header value cannot have control characters"
         }
         return nil
-    }
-
-    /// The symbols a token may have besides ASCII letters and digits (RFC 9110 §5.6.2).
-    static let tokenSymbols = Set("!#$%&'*+-.^_`|~".unicodeScalars)
-
-    static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
-        guard scalar.isASCII else { return false }
-        return ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar) || tokenSymbols.contains(scalar)
     }
 
     /// The one rule for laying headers over others: each of `new` replaces the ones of the same

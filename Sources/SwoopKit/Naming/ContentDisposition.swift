@@ -30,7 +30,7 @@ public struct ContentDisposition: Sendable, Equatable {
         var cursor = Cursor(header)
         cursor.skipWhitespace()
         let type = Syntax.trimmingOWS(cursor.take(until: ";"))
-        guard !type.isEmpty, type.unicodeScalars.allSatisfy(Self.isTokenCharacter) else {
+        guard !type.isEmpty, type.unicodeScalars.allSatisfy(Syntax.isTokenCharacter) else {
             return nil
         }
         var plain: String?
@@ -147,14 +147,6 @@ public struct ContentDisposition: Sendable, Equatable {
         value.isEmpty ? nil : value
     }
 
-    /// RFC 9110 `tchar`.
-    static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar {
-        case "a"..."z", "A"..."Z", "0"..."9": true
-        case "!", "#", "$", "%", "&", "'", "*", "+", "-", ".", "^", "_", "`", "|", "~": true
-        default: false
-        }
-    }
 }
 
 extension ContentDisposition {
@@ -214,7 +206,7 @@ extension ContentDisposition {
             }
             let trimmedName = Syntax.trimmingOWS(String(name))
             guard !trimmedName.isEmpty,
-                trimmedName.unicodeScalars.allSatisfy(ContentDisposition.isTokenCharacter)
+                trimmedName.unicodeScalars.allSatisfy(Syntax.isTokenCharacter)
             else { return nil }
             return (trimmedName.lowercased(), value)
         }

@@ -28,6 +28,15 @@ enum Syntax {
         return String(scalars[start...end])
     }
 
+    /// RFC 9110 `tchar`: what a token (a header name, a parameter name) is made of.
+    static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9": true
+        case "!", "#", "$", "%", "&", "'", "*", "+", "-", ".", "^", "_", "`", "|", "~": true
+        default: false
+        }
+    }
+
     /// Whether `scalar` is in `CharacterSet.whitespaces` (see ``trimmingWhitespace(_:)``).
     static func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
