@@ -3,7 +3,7 @@
 
 Run by scripts/bench (BENCH_SUITES="many"), or directly:
 
-    python3 scripts/bench-many.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--count 2000] [--size 65536] [--work DIR] [--baseline OTHER_SWOOP] [--ahc-floor scripts/ahc-floor/.build/release/ahc-floor]
+    python3 scripts/bench-many.py --swoop .build/release/swoop --nginx /usr/sbin/nginx [--count 2000] [--size 65536] [--work DIR | --fresh-ext4] [--baseline OTHER_SWOOP] [--ahc-floor scripts/ahc-floor/.build/release/ahc-floor]
 
 A private nginx on 127.0.0.1 serves COUNT files of SIZE bytes. Each tool fetches them all with 16
 at once: `swoop get -i LIST -j 16`, `aria2c -i LIST -j 16`, `curl --parallel --parallel-max 16`,
@@ -13,6 +13,9 @@ same files fetched with AsyncHTTPClient, configured as Swoop configures it, and 
 store, lock, part file or flush), the floor of Swoop's own work. Every output is checked by sha-256 (one digest for
 all: the files are the same bytes). Each tool runs RUNS times (3), the rounds in rotated order,
 each run into a fresh directory under --work (a tmpfs measures the engine, a disk the flushes).
+--fresh-ext4 (root) runs on a journaled ext4 made for the measurement and removed after it: on this
+machine's root file system (ext4 without a journal) making a file costs more after every deletion
+of the last minutes, so figures on /tmp depend on what ran before (see benchlib.fresh_ext4).
 Prints the median run's wall time, files per second, CPU seconds and peak RSS, and Swoop's
 same-run ratios to each other tool (median over runs), as a Markdown table. --baseline runs a
 second swoop binary as the tool swoop-base, in the same rotation: an A/B of two builds.
@@ -52,6 +55,7 @@ def main():
     parser.add_argument("--size", type=int, default=64 * 1024, help="each file's size in bytes (65536)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each tool, in rotated order (3)")
     parser.add_argument("--work", help="where the files are served from and written to (kept); a temporary directory, removed, without it")
+    parser.add_argument("--fresh-ext4", action="store_true", help="run on a journaled ext4 made for this measurement (root; a loop-mounted sparse image, removed after)")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from " + ", ".join(TOOLS + ["ahc"]) + " (all but ahc)")
     parser.add_argument("--baseline", help="another swoop binary, run as the tool swoop-base beside swoop (an A/B)")
     parser.add_argument("--ahc-floor", help="scripts/ahc-floor's binary, run as the tool ahc: AsyncHTTPClient alone, the floor")
@@ -75,6 +79,15 @@ def main():
         tools.insert(tools.index("swoop") + 1 if "swoop" in tools else 0, "swoop-base")
     if args.ahc_floor and "ahc" not in tools:
         tools.append("ahc")
+    if args.fresh_ext4:
+        if args.work:
+            parser.error("--fresh-ext4 and --work name two places to write to: give one")
+        # The served files, then every run's output, all kept until the end; room to spare.
+        size = args.count * (args.size + 4096) * (1 + args.runs * len(tools)) * 3 // 2 + (512 << 20)
+        with benchlib.fresh_ext4(size, label="bench-many") as mount_point:
+            rows, file_system = measure(args, tools, mount_point)
+        report(args, tools, rows, file_system + " (journaled, made for this run: --fresh-ext4)", None)
+        return
     work = args.work or tempfile.mkdtemp(prefix="swoop-bench-many.")
     try:
         rows, file_system = measure(args, tools, work)
@@ -121,7 +134,7 @@ def measure(args, tools, work):
 def report(args, tools, rows, file_system, work):
     # The median run of each tool by wall time.
     medians = {tool: sorted(runs)[len(runs) // 2] for tool, runs in rows.items()}
-    place = work if args.work else "a temporary directory, removed"
+    place = work if args.work else "a temporary directory, removed" if work else "a loop-mounted image, removed"
     print(f"### {args.count} files of {args.size >> 10} KiB, 16 at once (nginx on 127.0.0.1, keep-alive; median of {args.runs}; into {file_system or 'an unknown file system'}: {place})")
     print()
     print(f"Every file of every run was checked: its sha-256 is the source's.")
