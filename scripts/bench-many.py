@@ -84,7 +84,8 @@ def main():
             parser.error("--fresh-ext4 and --work name two places to write to: give one")
         # The served files, then every run's output, all kept until the end; room to spare.
         size = args.count * (args.size + 4096) * (1 + args.runs * len(tools)) * 3 // 2 + (512 << 20)
-        with benchlib.fresh_ext4(size, label="bench-many") as mount_point:
+        files = args.count * (1 + args.runs * len(tools))
+        with benchlib.fresh_ext4(size, files=files, label="bench-many") as mount_point:
             rows, file_system = measure(args, tools, mount_point)
         report(args, tools, rows, file_system + " (journaled, made for this run: --fresh-ext4)", None)
         return

@@ -37,9 +37,9 @@ def prepare_binaries(*paths):
 
 
 @contextlib.contextmanager
-def fresh_ext4(size, label="bench"):
+def fresh_ext4(size, files=0, label="bench"):
     """A journaled ext4 made for this measurement: a sparse image of `size` bytes in a temporary
-    directory, `mkfs.ext4`, mounted through a loop device; yields the mount point, then unmounts it
+    directory, `mkfs.ext4` (with inodes for at least `files` files), mounted through a loop device; yields the mount point, then unmounts it
     and removes the image. Needs root (`mount -o loop`) and mkfs.ext4 (e2fsprogs).
 
     Why: this machine's root file system is ext4 without a journal, and there ext4 skips every inode
@@ -60,7 +60,8 @@ def fresh_ext4(size, label="bench"):
     try:
         with open(image, "wb") as f:
             f.truncate(size)
-        made = subprocess.run(["mkfs.ext4", "-q", "-F", image], capture_output=True, text=True)
+        inodes = ["-N", str(files * 5 // 4 + 4096)] if files else []
+        made = subprocess.run(["mkfs.ext4", "-q", "-F", *inodes, image], capture_output=True, text=True)
         if made.returncode != 0:
             sys.exit(f"{label}: mkfs.ext4 {image} failed: {made.stderr.strip()}")
         mounting = subprocess.run(["mount", "-o", "loop", image, mount_point], capture_output=True, text=True)
