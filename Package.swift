@@ -109,6 +109,8 @@ let package = Package(
             dependencies: [
                 "SwoopKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's own API, on the statements GRDB prepares: the per-download read (`Row.read(from:)`).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
         .target(

@@ -3,6 +3,11 @@ import Foundation
 import Glibc
 #endif
 import GRDB
+#if canImport(GRDBSQLite)
+import GRDBSQLite
+#else
+import SQLite3
+#endif
 import SwoopKit
 
 /// The durable ``DownloadStore``: one SQLite database in WAL mode, shared safely by several Swoop
@@ -156,7 +161,19 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     public func record(id: Download.ID) throws -> DownloadRecord? {
         try read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "\(Row.select) WHERE id = ?"), arguments: [id.rawValue])?.record
+            // Stepped with SQLite's own API (see `Row.init(sqliteStatement:)`): every download reads
+            // its record this way as it starts.
+            let statement = try db.cachedStatement(sql: "\(Row.select) WHERE id = ?")
+            try statement.setArguments([id.rawValue])
+            defer { sqlite3_reset(statement.sqliteStatement) }
+            switch sqlite3_step(statement.sqliteStatement) {
+            case SQLITE_ROW:
+                return Row(sqliteStatement: statement.sqliteStatement).record
+            case SQLITE_DONE:
+                return nil
+            case let code:
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
+            }
         }
     }
 

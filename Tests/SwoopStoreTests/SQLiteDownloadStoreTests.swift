@@ -139,6 +139,57 @@ struct SQLiteDownloadStoreTests {
         #expect(Set(Row.columns).count == Row.columns.count)
     }
 
+    /// The read each download makes as it starts steps SQLite itself (`Row(sqliteStatement:)`):
+    /// it gives every field, set or not, as the stored record has it and as GRDB's reading of the
+    /// same row (`find`) does.
+    @Test func theReadAtEachStartGivesEveryFieldAsStored() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        var full = exactRecord("http://127.0.0.1/full.bin")
+        full.state = .active
+        full.committedBytes = 4096
+        full.syncedBytes = 2048
+        full.finalSize = 5000
+        full.finalModified = 1_700_000_001.25
+        full.lastError = "connection reset by 127.0.0.1 (ünïcode, \"quoted\")"
+        full.lastErrorCode = "network"
+        full.movedFrom = "http://127.0.0.1/old.bin"
+        full.headers = [HTTPHeaderField(name: "Authorization", value: "Bearer x"), HTTPHeaderField(name: "X-É", value: "é")]
+        full.collisionPolicy = .overwrite
+        full.priority = -2
+        full.position = 1 << 40
+        full.bytesPerSecond = 1234.5
+        full.segments = [Segment(start: 0, end: 2500, written: 2048, synced: 1024), Segment(start: 2500, end: 5000)]
+        full.settings.maxConnections = 4
+        full.settings.bytesPerSecond = 1 << 20
+        full.mirrors = ["http://127.0.0.1/m1.bin", "http://127.0.0.1/m2.bin"]
+        var bare = DownloadRecord(url: "http://127.0.0.1/bare.bin", directory: "/tmp/x", requestedName: "", bootID: "", checksum: nil)
+        bare.createdAt = Date(timeIntervalSince1970: 1_700_000_000)
+        bare.updatedAt = bare.createdAt
+        try store.save(contentsOf: [full, bare])
+        for stored in [full, bare] {
+            let read = try store.record(id: stored.id)
+            #expect(read == stored)
+            #expect(read == (try store.find([stored.key]).first))
+        }
+        #expect(try store.record(id: Download.ID("no-such-download")) == nil)
+    }
+
+    /// A row edited on disk with a value of another kind (text where a number belongs) is read as
+    /// SQLite converts it: the download starts from what can be read, nothing traps.
+    @Test func aRowEditedOnDiskWithTextForANumberIsStillRead() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        let stored = exactRecord()
+        try store.save(stored)
+        let queue = try DatabaseQueue(path: directory + "/swoop.sqlite")
+        try queue.write { db in
+            try db.execute(sql: "UPDATE download SET totalBytes = 'many', finalModified = 'soon', priority = 'high' WHERE id = ?", arguments: [stored.id.rawValue])
+        }
+        try queue.close()
+        let read = try #require(try store.record(id: stored.id))
+        #expect(read.totalBytes == 0 && read.finalModified == 0 && read.priority == 0)
+        #expect(read.url == stored.url && read.fileName == stored.fileName && read.etag == stored.etag)
+    }
+
     // MARK: - Durable writes across closing and reopening
 
     /// A record with times that survive the seconds-as-a-double columns exactly.
