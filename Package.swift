@@ -109,7 +109,7 @@ let package = Package(
             dependencies: [
                 "SwoopKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                // SQLite's own API, on the statements GRDB prepares: the per-download read (`Row.read(from:)`).
+                // SQLite's own API, on the statements GRDB prepares: the read each download makes as it starts (`Row(sqliteStatement:)`).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),

@@ -18,8 +18,9 @@ struct DownloadQueue: Sendable {
         /// How many downloads may be finished at once with their slots given up (``finishing(_:)``):
         /// twice ``maxConcurrent``, so at most three times it are under way. On a journaled disk a
         /// group's flushes take milliseconds and more finish meanwhile than one limit's worth: with
-        /// one, the 2,000 × 64 KiB run onto ext4 held slots waiting (twice: 0.87 × its wall, median
-        /// of 5, 1.1 MiB more peak RSS; four times was faster still but 4 MiB more for 10,000 × 1 KiB).
+        /// one, the 2,000 × 64 KiB run onto ext4 held slots waiting (twice: 0.87–0.95 × its wall in
+        /// A/B runs, 1–3 MiB more peak RSS; four times was faster still but 4 MiB more for 10,000 ×
+        /// 1 KiB, past that benchmark's 48 MiB).
         var maxFinishing: Int { maxConcurrent * 2 }
     }
 
