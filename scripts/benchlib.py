@@ -71,8 +71,18 @@ def fresh_ext4(size, files=0, label="bench"):
         yield mount_point
     finally:
         if mounted:
-            subprocess.run(["umount", mount_point], capture_output=True)
-        shutil.rmtree(holder, ignore_errors=True)
+            # A tool stopped by Ctrl-C may still hold files there for a moment: try again, then
+            # detach it lazily, and never remove what is under a mount point still mounted.
+            for _ in range(20):
+                if subprocess.run(["umount", mount_point], capture_output=True).returncode == 0:
+                    break
+                time.sleep(0.25)
+            else:
+                subprocess.run(["umount", "-l", mount_point], capture_output=True)
+        if not os.path.ismount(mount_point):
+            shutil.rmtree(holder, ignore_errors=True)
+        else:
+            print(f"{label}: could not unmount {mount_point}; left {holder}", file=sys.stderr)
 
 
 def argument_parser(doc):
