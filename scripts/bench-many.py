@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/bench-many.py — many small files, 16 at once (issues 4 and 14).
+"""scripts/bench-many.py — many small files, 16 at once.
 
 Run by scripts/bench (BENCH_SUITES="many"), or directly:
 
@@ -60,6 +60,8 @@ def main():
     parser.add_argument("--baseline", help="another swoop binary, run as the tool swoop-base beside swoop (an A/B)")
     parser.add_argument("--ahc-floor", help="scripts/ahc-floor's binary, run as the tool ahc: AsyncHTTPClient alone, the floor")
     args = parser.parse_args()
+    if args.fresh_ext4 and args.work:
+        parser.error("--fresh-ext4 and --work name two places to write to: give one")
     # The tools run with their output directory as the working directory: a relative path would
     # name nothing there.
     for name in ("swoop", "baseline", "ahc_floor"):
@@ -80,8 +82,6 @@ def main():
     if args.ahc_floor and "ahc" not in tools:
         tools.append("ahc")
     if args.fresh_ext4:
-        if args.work:
-            parser.error("--fresh-ext4 and --work name two places to write to: give one")
         # The served files, then every run's output, all kept until the end; room to spare.
         size = args.count * (args.size + 4096) * (1 + args.runs * len(tools)) * 3 // 2 + (512 << 20)
         files = args.count * (1 + args.runs * len(tools))

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -190,8 +191,19 @@ def timed(cmd, cwd, label):
     """
     timing = os.path.join(cwd, ".time.txt")
     started = time.monotonic()
-    result = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", timing] + cmd,
-                            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=cwd)
+    # In a process group of its own, stopped whole when this script is interrupted: a Ctrl-C sent
+    # to the script alone (not to the terminal's group) killed `time` and left the tool running,
+    # with files open in a --fresh-ext4 image that then could not be unmounted.
+    process = subprocess.Popen(["/usr/bin/time", "-f", "%U %S %M", "-o", timing] + cmd, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    result = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     wall = time.monotonic() - started
     if result.returncode != 0:
         said = (result.stderr.strip() or result.stdout.strip())[-2000:] or "(it printed nothing)"
