@@ -195,4 +195,77 @@ struct DownloadQueueTests {
         #expect(now)
         #expect(Self.ids(queue.nextStarts()) == ["d6"])
     }
+
+    /// The queue against a plain model of its rule (the waiting entries sorted, the first that fit
+    /// the limits start), through random enqueues, starts, ends, removals, priority changes and
+    /// moves: starting from the front moves an index rather than the array, and every other
+    /// change must see exactly the entries still waiting.
+    @Test(arguments: [1, 2, 3])
+    func theWaitingOrderMatchesAPlainModelWhateverTheOrderOfChanges(seed: Int) {
+        let limits = DownloadQueue.Limits(maxConcurrent: 3, maxPerHost: 2)
+        var queue = DownloadQueue(limits: limits)
+        var model: [DownloadQueue.Entry] = []
+        var running: [Download.ID: String] = [:]
+        var generator = SplitMix(seed: UInt64(seed))
+        var next = 0
+        func pick(_ count: Int) -> Int { Int(generator.next() % UInt64(count)) }
+        for _ in 0..<1_000 {
+            switch pick(8) {
+            case 0:
+                let fresh = (0..<(1 + pick(6))).map { _ in
+                    defer { next += 1 }
+                    return Self.entry("d\(next)", host: ["x", "y", "z"][pick(3)], priority: pick(3), position: next)
+                }
+                queue.enqueue(fresh)
+                model = (model + fresh).sorted(by: DownloadQueue.Entry.precedes)
+            case 1, 2:
+                var expected: [DownloadQueue.Entry] = []
+                var perHost = Dictionary(grouping: running.values, by: { $0 }).mapValues(\.count)
+                for entry in model where running.count + expected.count < limits.maxConcurrent {
+                    guard perHost[entry.host, default: 0] < limits.maxPerHost! else { continue }
+                    perHost[entry.host, default: 0] += 1
+                    expected.append(entry)
+                }
+                let started = queue.nextStarts()
+                #expect(started == expected)
+                model.removeAll { entry in started.contains { $0.id == entry.id } }
+                for entry in started { running[entry.id] = entry.host }
+            case 3, 4:
+                if let id = running.keys.min(by: { $0.rawValue < $1.rawValue }) {
+                    queue.finished(id)
+                    running[id] = nil
+                }
+            case 5:
+                if !model.isEmpty {
+                    let victim = model.remove(at: pick(model.count))
+                    let removed = queue.removeWaiting(victim.id)
+                    #expect(removed)
+                }
+            case 6:
+                if !model.isEmpty {
+                    var entry = model.remove(at: pick(model.count))
+                    entry.priority = pick(4)
+                    let changed = queue.setPriority(entry.id, entry.priority)
+                    #expect(changed == entry)
+                    let at = model.firstIndex { DownloadQueue.Entry.precedes(entry, $0) } ?? model.count
+                    model.insert(entry, at: at)
+                }
+            default:
+                if !model.isEmpty {
+                    let id = model[pick(model.count)].id
+                    let to = pick(model.count + 1)
+                    let first = model.map(\.position).min() ?? 0
+                    let expected = DownloadQueue.reordered(model, moving: id, to: to, firstPosition: first)
+                    let changed = queue.move(id, to: to, firstPosition: first)
+                    #expect(changed == expected?.1)
+                    model = expected?.0 ?? model
+                }
+            }
+            #expect(queue.waiting == model)
+            #expect(queue.waitingCount == model.count)
+            #expect(model.allSatisfy { queue.isWaiting($0.id) && queue.contains($0.id) })
+            #expect(running.keys.allSatisfy { !queue.isWaiting($0) && queue.contains($0) })
+            #expect(queue.isIdle == (model.isEmpty && running.isEmpty))
+        }
+    }
 }

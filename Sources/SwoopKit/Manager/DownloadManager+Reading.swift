@@ -35,7 +35,7 @@ extension DownloadManager {
         let snapshots = runs.snapshots()
         let running = queue.active.keys
         return DownloadStats(
-            active: running.count, waiting: queue.waiting.count, completed: session.completed, failed: session.failed,
+            active: running.count, waiting: queue.waitingCount, completed: session.completed, failed: session.failed,
             stopped: session.stopped,
             bytesPerSecond: running.reduce(0) { $0 + (snapshots[$1]?.bytesPerSecond ?? 0) },
             maxConcurrentDownloads: queue.limits.maxConcurrent
