@@ -47,11 +47,16 @@ enum HTTPClientFactory {
         config.http1_1ConnectionDebugInitializer = { channel in
             // NIO pools `maxMessagesPerRead` receive buffers per channel (4 by default): 2 MiB of
             // 512 KiB reads resident through a long download. One read per wake-up keeps one buffer,
-            // at no cost measured at these sizes.
-            channel.setOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize)).flatMap {
+            // at no cost measured at these sizes. Reads start small and grow with the bodies the
+            // connection carries (see `GrowingReadSize`).
+            let reads = GrowingReadSize(initial: Self.firstReadSize, maximum: readSize)
+            return channel.setOption(ChannelOptions.recvAllocator, value: reads).flatMap {
                 channel.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
             }
         }
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
     }
+
+    /// A new connection's first socket read: enough for a response's head and a small body.
+    static let firstReadSize = 16 * 1024
 }
