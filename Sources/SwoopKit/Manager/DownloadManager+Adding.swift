@@ -12,7 +12,10 @@ extension DownloadManager {
         try add(contentsOf: [request])[0]
     }
 
-    /// Queues many downloads in one store transaction (thousands take a fraction of a second).
+    /// Queues many downloads: one store read and one transaction for each ``addBatch`` of them
+    /// (thousands take a fraction of a second).
+    ///
+    /// A batch saved stays queued if a later one fails: adding the list again reuses what was saved.
     ///
     /// - Returns: The ids, one per request, in order (a request repeated in the list gets the same id).
     public func add(contentsOf requests: [DownloadRequest]) throws -> [Download.ID] {
@@ -24,27 +27,55 @@ extension DownloadManager {
                 throw SwoopError(error.code, "\(request.url.absoluteString): \(error.message)")
             }
         }
-        // Another process that adds some of the same downloads between the batch's read and its
-        // save fails the save whole (`SwoopError.keyTaken`): read again, and reuse its records.
+        var added = AddedSoFar()
+        var ids: [Download.ID] = []
+        ids.reserveCapacity(requests.count)
+        var start = requests.startIndex
+        while start < requests.endIndex {
+            let end = min(start + Self.addBatch, requests.endIndex)
+            ids += try addRetrying(requests[start..<end], &added)
+            start = end
+        }
+        return ids
+    }
+
+    /// The most requests one store read and one save of ``add(contentsOf:)`` take. What a batch
+    /// holds (the store's answers, the records to save, the files they may take over) is gone
+    /// before the next: adding 10,000 URLs at once held 20 MiB, more than the downloads then did.
+    static let addBatch = 1_000
+
+    /// What the batches of one ``add(contentsOf:)`` have added: a URL repeated in a later batch
+    /// gets the id an earlier one gave it, and a download the list names is never taken over by
+    /// another line of it.
+    struct AddedSoFar {
+        var byKey: [DownloadKey: Download.ID] = [:]
+        var named: Set<Download.ID> = []
+    }
+
+    /// ``addOnce(_:_:)``, read again when another process adds some of the same downloads between
+    /// the batch's read and its save, which fails the save whole (`SwoopError.keyTaken`): the
+    /// second read finds its records, and reuses them.
+    private func addRetrying(_ requests: ArraySlice<DownloadRequest>, _ added: inout AddedSoFar) throws -> [Download.ID] {
         for _ in 0..<3 {
+            var attempt = added
             do {
-                return try addOnce(requests)
+                let ids = try addOnce(requests, &attempt)
+                added = attempt
+                return ids
             } catch let error as SwoopError where error.code == .store && error.isRetryable {
                 continue
             }
         }
-        return try addOnce(requests)
+        return try addOnce(requests, &added)
     }
 
     /// One read of what the store knows of `requests`, then one save (see ``add(contentsOf:)``).
-    private func addOnce(_ requests: [DownloadRequest]) throws -> [Download.ID] {
+    private func addOnce(_ requests: ArraySlice<DownloadRequest>, _ added: inout AddedSoFar) throws -> [Download.ID] {
         var position = try nextQueuePosition()
         // Ids and queue entries, not whole records: a list of thousands of URLs keeps one copy of each.
-        var byKey: [DownloadKey: Download.ID] = [:]
         var ids: [Download.ID] = []
         var toSave: [DownloadRecord] = []
         var queued: [(entry: DownloadQueue.Entry, key: DownloadKey)] = []
-        byKey.reserveCapacity(requests.count)
         ids.reserveCapacity(requests.count)
         toSave.reserveCapacity(requests.count)
         queued.reserveCapacity(requests.count)
@@ -52,19 +83,22 @@ extension DownloadManager {
         // One batch lookup: thousands of URLs cost one read, not one each.
         let stored = Dictionary(try store.find(keys).map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
         // A download this batch names itself is never taken over by another line of it.
-        var named = Set(stored.values.map(\.id))
+        added.named.formUnion(stored.values.map(\.id))
         // The unfinished downloads the new requests' files would take over, in one lookup per directory.
-        // (Names by their bytes, as the file system tells files apart.)
+        // (Names by their bytes, as the file system tells files apart.) Positions in `requests`, not
+        // copies of them.
         var candidates: [[UInt8]: [[UInt8]: DownloadRecord]] = [:]
-        let fresh = Dictionary(grouping: zip(requests, keys).filter { stored[$0.1] == nil }.map(\.0), by: { Array($0.directory.utf8) })
+        let fresh = Dictionary(
+            grouping: zip(requests.indices, keys).filter { stored[$0.1] == nil }.map(\.0), by: { Array(requests[$0].directory.utf8) }
+        )
         for (directory, group) in fresh {
-            let found = try store.unfinished(directory: group[0].directory, fileNames: group.map(Self.destinationName))
+            let found = try store.unfinished(directory: requests[group[0]].directory, fileNames: group.map { Self.destinationName(requests[$0]) })
             candidates[directory] = Dictionary(
                 found.compactMap { record in record.fileName.map { (Array($0.utf8), record) } }, uniquingKeysWith: { a, _ in a }
             )
         }
         for (request, key) in zip(requests, keys) {
-            if let id = byKey[key] {
+            if let id = added.byKey[key] {
                 ids.append(id)
                 continue
             }
@@ -74,14 +108,14 @@ extension DownloadManager {
                 if queue.contains(existing.id) || runs.contains(existing.id) {
                     // Already queued or running here (a direct download too): its live record must
                     // not be overwritten.
-                    byKey[key] = existing.id
+                    added.byKey[key] = existing.id
                     ids.append(existing.id)
                     continue
                 }
                 if existing.state == .active {
                     // Another process may be running it: its row is that process's to write. The
                     // lock decides when it starts here (a dead process's download is recovered then).
-                    byKey[key] = existing.id
+                    added.byKey[key] = existing.id
                     ids.append(existing.id)
                     queued.append((Self.entry(existing), key))
                     continue
@@ -89,7 +123,7 @@ extension DownloadManager {
                 record = existing
                 try Self.requeue(&record)
             } else if let adopted = try adopt(
-                candidates[Array(request.directory.utf8)]?[Array(Self.destinationName(request).utf8)], for: request, excluding: named
+                candidates[Array(request.directory.utf8)]?[Array(Self.destinationName(request).utf8)], for: request, excluding: added.named
             ) {
                 // The unfinished download of another URL to the same file: this URL takes it over.
                 record = adopted
@@ -106,9 +140,9 @@ extension DownloadManager {
             record.updatedAt = Date()
             let pausing = request.paused && record.state == .waiting
             if pausing { record.state = try DownloadStateMachine.next(after: .waiting, on: .pause).get() }
-            byKey[key] = record.id
+            added.byKey[key] = record.id
             ids.append(record.id)
-            named.insert(record.id)
+            added.named.insert(record.id)
             toSave.append(record)
             if !pausing { queued.append((Self.entry(record), record.key)) }
         }
