@@ -45,8 +45,9 @@ extension DownloadManager {
     static let addBatch = 1_000
 
     /// What the batches of one ``add(contentsOf:)`` have added: a URL repeated in a later batch
-    /// gets the id an earlier one gave it, and a download the list names is never taken over by
-    /// another line of it.
+    /// gets the id an earlier one gave it, and a download a line names is never taken over by a
+    /// later line. (A line may take over the unfinished download of a URL named only in a later
+    /// batch; that later line then makes a new download, as a second `swoop get` of its URL would.)
     struct AddedSoFar {
         var byKey: [DownloadKey: Download.ID] = [:]
         var named: Set<Download.ID> = []
