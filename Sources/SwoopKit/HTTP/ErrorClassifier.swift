@@ -41,6 +41,10 @@ enum ErrorClassifier {
             return SwoopError(.tls, "TLS error with \(url): \(tlsMessage(error))", cause: error)
         case let error as NIOSSLExtraError:
             return SwoopError(.tls, "TLS error with \(url): \(error)", cause: error)
+        case let error as StatusLineGuard.InvalidStatus:
+            return SwoopError(
+                .invalidResponse, "invalid HTTP response from \(url): status \(error.code) (a status is from 100 to 999)", cause: error
+            )
         case let error as HTTPParserError where error == .invalidEOFState:
             return SwoopError(.network, "connection to \(url) closed in the middle of the response", cause: error, isRetryable: true)
         case let error as HTTPParserError:

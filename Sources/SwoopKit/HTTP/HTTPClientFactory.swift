@@ -50,7 +50,11 @@ enum HTTPClientFactory {
             // at no cost measured at these sizes. Reads start small and grow with the bodies the
             // connection carries (see `GrowingReadSize`).
             let reads = GrowingReadSize(initial: Self.firstReadSize, maximum: readSize)
-            return channel.setOption(ChannelOptions.recvAllocator, value: reads).flatMap {
+            return channel.eventLoop.submit {
+                try StatusLineGuard.install(on: channel)
+            }.flatMap {
+                channel.setOption(ChannelOptions.recvAllocator, value: reads)
+            }.flatMap {
                 channel.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
             }
         }
