@@ -60,6 +60,11 @@ final class DiskThreads: @unchecked Sendable {
         condition.withLock { started }
     }
 
+    /// The number of threads waiting for work (for tests).
+    var idleCount: Int {
+        condition.withLock { idle }
+    }
+
     /// Runs `work` on a disk thread: an idle one, else a new one while under the limit, else the
     /// first to come free.
     func submit(_ work: @escaping @Sendable () -> Void) {
