@@ -9,12 +9,12 @@ import NIOHTTP1
 /// download queued stopped again at every start. Between the response decoder and
 /// AsyncHTTPClient's handler, this fails the request with ``InvalidStatus`` and closes the
 /// connection instead. (HTTP/1.1 only: HTTP/2, off by default, is not guarded.)
-final class StatusLineGuard: ChannelInboundHandler, RemovableChannelHandler {
+final class StatusLineGuard: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias InboundOut = HTTPClientResponsePart
 
     /// The status of a response that HTTP has no meaning for.
-    struct InvalidStatus: Error, Equatable {
+    struct InvalidStatus: Error {
         var code: Int
     }
 
