@@ -10,6 +10,13 @@ and 8 connections it times Swoop (`-x N`), `aria2c -x N -s N` and `axel -n N` (e
 by sha-256), then kills each tool with SIGKILL halfway through an 8-connection download (curl: one
 connection, resumed with `curl -C -`), runs it again, and counts from nginx's access log the body bytes the server sent in all, minus the file's
 size: what was fetched twice. Prints Markdown tables on stdout; progress on stderr.
+
+Beside each tool's rate, the rate nginx served each of its requests at (body bytes over nginx's
+`$request_time`, the median request of the median run): `limit_rate` is not exact (one loaded day it
+served every request of Swoop and of axel alike at 16.8–17.4 MiB/s, not 20, and no client could
+reach 8 × 20 MiB/s). "vs axel" is the same-run ratio to axel. The work directory decides what is
+measured: on tmpfs (`--work /dev/shm/…`) the engine; on a disk Swoop's time also holds its final
+flush (0.39 s of `fsync` for 256 MiB on this machine's /tmp), which aria2c and axel do not make.
 """
 
 
@@ -40,7 +47,7 @@ def start_nginx(nginx, work, rate):
     log = os.path.join(work, "nginx", "access.log")
     process, port, _ = benchlib.start_nginx(
         nginx, work, label="bench-segments",
-        http=f"""log_format bytes '$request_uri $status $body_bytes_sent';
+        http=f"""log_format bytes '$request_uri $status $body_bytes_sent $request_time';
     access_log {log} bytes;
     sendfile on;""",
         server=f"root {work}/www;\n        limit_rate {rate};",
@@ -54,11 +61,35 @@ def sent_bytes(log):
         with open(log) as f:
             for line in f:
                 parts = line.split()
-                if len(parts) >= 3 and parts[-1].isdigit():
-                    total += int(parts[-1])
+                if len(parts) >= 3 and parts[2].isdigit():
+                    total += int(parts[2])
     except OSError:
         pass
     return total
+
+
+def request_rate(log):
+    """The rate (MiB/s) nginx served the median request of `log` at: body bytes over `$request_time`
+    (requests of at least 1 MiB and 10 ms; a stolen remainder's last request can be tiny)."""
+    rates = []
+    try:
+        with open(log) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 4 and parts[2].isdigit():
+                    sent, seconds = int(parts[2]), float(parts[3])
+                    if sent >= 1 << 20 and seconds >= 0.01:
+                        rates.append(sent / seconds / (1 << 20))
+    except (OSError, ValueError):
+        pass
+    return statistics.median(rates) if rates else float("nan")
+
+
+def reopen_log(log):
+    """Empties nginx's access log and has nginx reopen it (SIGUSR1)."""
+    open(log, "w").close()
+    os.kill(int(open(os.path.join(os.path.dirname(log), "nginx.pid")).read()), signal.SIGUSR1)
+    time.sleep(0.2)
 
 
 def command(tool, connections, url, out_dir, state):
@@ -77,7 +108,8 @@ def command(tool, connections, url, out_dir, state):
 
 
 
-def measure(tool, connections, url, name, work, expected):
+def measure(tool, connections, url, name, work, expected, log):
+    reopen_log(log)
     out_dir = os.path.join(work, "out")
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
@@ -94,7 +126,8 @@ def measure(tool, connections, url, name, work, expected):
     if got != expected:
         sys.exit(f"bench-segments: {tool} -x {connections}: sha-256 {got} differs from the source's {expected}")
     _, user, system, rss = open(os.path.join(work, "time.txt")).read().split()
-    return wall, float(user) + float(system), int(rss) / 1024
+    time.sleep(0.2)  # nginx writes the log line when the response ends
+    return wall, float(user) + float(system), int(rss) / 1024, request_rate(log)
 
 
 def crash(tool, connections, url, name, work, log, size, expected):
@@ -104,9 +137,7 @@ def crash(tool, connections, url, name, work, log, size, expected):
     os.makedirs(out_dir)
     state = os.path.join(work, "state")
     shutil.rmtree(state, ignore_errors=True)
-    open(log, "w").close()
-    os.kill(int(open(os.path.join(os.path.dirname(log), "nginx.pid")).read()), signal.SIGUSR1)  # reopen the log
-    time.sleep(0.2)
+    reopen_log(log)
     cmd = command(tool, connections, url, out_dir, state)
     process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=out_dir)
     # Wait until about half the file is on disk (part files count), then SIGKILL.
@@ -154,12 +185,13 @@ def main():
     try:
         for connections in [int(c) for c in args.connections.split(",")]:
             for tool in tools:
-                results = [measure(tool, connections, url, name, work, expected) for _ in range(args.runs)]
+                results = sorted(measure(tool, connections, url, name, work, expected, log) for _ in range(args.runs))
                 wall = statistics.median(r[0] for r in results)
                 cpu = statistics.median(r[1] for r in results)
                 rss = statistics.median(r[2] for r in results)
-                say(f"{tool} x{connections}: {wall:.2f} s, {size / 1e6 / wall:.0f} MB/s")
-                rows.append((connections, tool, wall, size / 1e6 / wall, cpu, rss))
+                served = results[len(results) // 2][3]
+                say(f"{tool} x{connections}: {wall:.2f} s, {size / 1e6 / wall:.0f} MB/s, nginx served each request at {served:.1f} MiB/s")
+                rows.append((connections, tool, wall, size / 1e6 / wall, cpu, rss, served))
         crashes = []
         for tool, connections in [("swoop", 8), ("aria2c", 8), ("axel", 8), ("curl", 1)]:
             resent, exact = crash(tool, connections, url, name, work, log, size, expected)
@@ -170,12 +202,13 @@ def main():
 
     print(f"### {size >> 20} MiB from nginx with `limit_rate {args.rate}` per connection ({args.runs} run(s), median)")
     print()
-    print("| connections | tool | wall s | MB/s | vs 8×20 MB/s target | vs aria2c | CPU s | CPU s/GiB | peak RSS MiB |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for connections, tool, wall, mbps, cpu, rss in rows:
+    print("| connections | tool | wall s | MB/s | vs 8×20 MB/s target | nginx's rate per request MiB/s | vs aria2c | vs axel | CPU s | CPU s/GiB | peak RSS MiB |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for connections, tool, wall, mbps, cpu, rss, served in rows:
         aria = next(r for r in rows if r[0] == connections and r[1] == "aria2c")
+        axel = next(r for r in rows if r[0] == connections and r[1] == "axel")
         target = mbps / (0.9 * connections * 20 * 1.048576)
-        print(f"| {connections} | {tool} | {wall:.2f} | {mbps:.1f} | {target:.2f} | {mbps / aria[3]:.2f} | {cpu:.2f} | "
+        print(f"| {connections} | {tool} | {wall:.2f} | {mbps:.1f} | {target:.2f} | {served:.1f} | {mbps / aria[3]:.2f} | {mbps / axel[3]:.2f} | {cpu:.2f} | "
               f"{cpu / (size / (1 << 30)):.2f} | {rss:.1f} |")
     print()
     print("SIGKILL halfway through the download, then the same command again (curl: `curl -C -`, one connection):")
