@@ -86,6 +86,8 @@ final class SegmentedTransfer: Sendable {
         self.context = context
         var initial = State(plan: plan)
         for segment in plan.segments { initial.recorded[segment.start] = segment.written }
+        // The meter's first sample is the start (see `Transfer.stream`).
+        initial.meter.record(bytes: plan.completedBytes, at: initial.lastProgress)
         if !context.mirrors.isEmpty, context.mirrorProof == .strongETag, context.saved.strongETag == nil {
             // Nothing would prove that a mirror serves the same bytes.
             initial.dropped = Set(1...context.mirrors.count)

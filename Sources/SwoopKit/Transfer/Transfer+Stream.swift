@@ -8,6 +8,11 @@ extension Transfer {
     func stream(_ body: HTTPClientResponse.Body) async throws {
         guard let part else { throw SwoopError(.fileSystem, "no part file open for \(record.url)") }
         let total = record.totalBytes
+        // The body's start is the meter's first sample, so the first progress (at least 0.1 s on)
+        // shows a rate: from a slow server it showed 0 B/s until a second sample, most of a small
+        // file's time.
+        lastProgress = .now
+        meter.record(bytes: offset, at: lastProgress)
         for try await buffer in body {
             let count = buffer.readableBytes
             if let total, offset + count > total {
