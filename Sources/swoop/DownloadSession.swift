@@ -16,8 +16,8 @@ struct DownloadSession {
     let global: GlobalOptions
     let transfer: TransferOptions
     let console: Console
-    /// Lines of an `-i` list that were reported and skipped: they count as failed downloads in the
-    /// summary and the exit status (they come first: they were reported before any download).
+    /// Lines of an `-i` list that were reported and skipped: the summary counts them apart from the
+    /// downloads, and the exit status is the first one's (they were reported before any download).
     var skipped: [SwoopError] = []
 
     /// What to run once the manager is up.
@@ -197,7 +197,7 @@ struct DownloadSession {
     /// the manager stopped).
     private func follow(_ events: DownloadEvents, pending: Set<Download.ID>, interrupted: () -> Bool) async -> Int32 {
         var pending = pending
-        let total = pending.count + skipped.count
+        let total = pending.count
         var done = 0
         var failures: [Failure] = []
         // Paused or removed by another command: not failed, but not there either.
@@ -239,11 +239,11 @@ struct DownloadSession {
             }
             if pending.isEmpty { break }
         }
-        if total > 1 && pending.isEmpty && !global.json {
+        if total + skipped.count > 1 && pending.isEmpty && !global.json {
             if failures.isEmpty && skipped.isEmpty {
                 console.notice("\(done) of \(total) downloads complete")
             } else {
-                console.error("\(failures.count + skipped.count) of \(total) downloads failed:")
+                console.error(Self.summary(done: done, of: total, failed: failures.count, skippedLines: skipped.count) + ":")
                 for line in skipped { console.error("  " + line.userMessage) }
                 for failure in failures {
                     // Messages name their URL; the few that name a path instead get the URL first.
@@ -259,6 +259,15 @@ struct DownloadSession {
             console.warning("\(stopped) download\(stopped == 1 ? " was" : "s were") paused or removed by another command")
         }
         return stopped > 0 ? ExitStatus.stopped : ExitStatus.success
+    }
+
+    /// The closing line's count: `1190 of 1192 downloads complete, 2 failed; 8 lines of the list
+    /// skipped` (a bad line of a list is no download).
+    static func summary(done: Int, of total: Int, failed: Int, skippedLines: Int) -> String {
+        var said = "\(done) of \(total) download\(total == 1 ? "" : "s") complete"
+        if failed > 0 { said += ", \(failed) failed" }
+        if skippedLines > 0 { said += "; \(skippedLines) line\(skippedLines == 1 ? "" : "s") of the list skipped" }
+        return said
     }
 
     private func report(_ download: Download, _ suffix: String, timing: String = "") {

@@ -106,7 +106,8 @@ struct ManyDownloadsTests: CLISuite {
         let listFile = try writeList([server.url("/f000.bin"), "# fine", "ftp://example.com/x", "not a url", "http://127.0.0.1:99999/x", missing])
         let result = try await swoop("get", ["-i", listFile] + transferOptions())
         // The exit status says something failed, the bad line first (it was reported first, before
-        // the 404); the good line was downloaded all the same, and the summary counts the bad line.
+        // the 404); the good line was downloaded all the same, and the summary counts the bad lines
+        // apart from the downloads.
         #expect(result.status == 2)
         let badLine = "\(listFile):3: unsupported URL scheme 'ftp' in ftp://example.com/x: only http and https"
         // A lone word is not taken for a host without a scheme: the line is bad, and the message
@@ -118,7 +119,7 @@ struct ManyDownloadsTests: CLISuite {
             "swoop: error: \(notURL)",
             "swoop: error: \(badPort)",
             "swoop: error: HTTP 404 Not Found from \(missing)",
-            "swoop: error: 4 of 5 downloads failed:",
+            "swoop: error: 1 of 2 downloads complete, 1 failed; 3 lines of the list skipped:",
             "swoop: error:   \(badLine)",
             "swoop: error:   \(notURL)",
             "swoop: error:   \(badPort)",
@@ -129,6 +130,16 @@ struct ManyDownloadsTests: CLISuite {
         let onlyBad = try writeList(["ftp://example.com/y"])
         let none = try await swoop("get", ["-i", onlyBad] + transferOptions())
         #expect(none.status == 2)
+        #expect(none.stderrLines == ["swoop: error: \(onlyBad):1: unsupported URL scheme 'ftp' in ftp://example.com/y: only http and https"])
+
+        // All downloads done, one line skipped: the summary still says so, as an error.
+        let oneBad = try writeList([server.url("/f000.bin"), "ftp://example.com/z"])
+        let mostly = try await swoop("get", ["-i", oneBad] + transferOptions())
+        #expect(mostly.status == 2)
+        #expect(Array(mostly.stderrLines.suffix(2)) == [
+            "swoop: error: 1 of 1 download complete; 1 line of the list skipped:",
+            "swoop: error:   \(oneBad):2: unsupported URL scheme 'ftp' in ftp://example.com/z: only http and https",
+        ])
         #expect(server.requests.count == 2)
     }
 
@@ -155,7 +166,7 @@ struct ManyDownloadsTests: CLISuite {
         #expect(result.stdoutLines.filter { $0.hasSuffix(" bytes)") }.count == 2, "\(result.stdout)")
         #expect(Array(result.stderrLines.suffix(3)) == [
             "swoop: error: HTTP 404 Not Found from \(missing)",
-            "swoop: error: 1 of 3 downloads failed:",
+            "swoop: error: 2 of 3 downloads complete, 1 failed:",
             "swoop: error:   HTTP 404 Not Found from \(missing)",
         ])
     }
