@@ -29,6 +29,19 @@ struct SpeedMeterTests {
         #expect(meter.bytesPerSecond == 200_000)
     }
 
+    /// A restart from zero (the body's start recorded at 0 after samples of the earlier attempt)
+    /// starts over: the rate is never negative.
+    @Test func aCountBelowTheLastStartsOver() {
+        let start = ContinuousClock.now
+        var meter = SpeedMeter()
+        meter.record(bytes: 500_000, at: start)
+        meter.record(bytes: 900_000, at: start + .seconds(1))
+        meter.record(bytes: 0, at: start + .milliseconds(1_500))
+        #expect(meter.bytesPerSecond == 0)
+        meter.record(bytes: 50_000, at: start + .seconds(2))
+        #expect(meter.bytesPerSecond == 100_000)
+    }
+
     /// From a slow server, the first progress already shows a rate (it showed 0 B/s until a second
     /// sample: most of a small file's time).
     @Test(arguments: [1, 3])

@@ -3,7 +3,10 @@ struct SpeedMeter: Sendable {
     private var samples: [(time: ContinuousClock.Instant, bytes: Int)] = []
     var window: Duration = .seconds(3)
 
+    /// Adds a sample. A count below the last (a restart from zero) starts the samples over: the
+    /// rate is never negative.
     mutating func record(bytes: Int, at time: ContinuousClock.Instant) {
+        if let last = samples.last, bytes < last.bytes { samples.removeAll(keepingCapacity: true) }
         samples.append((time, bytes))
         while let first = samples.first, time - first.time > window, samples.count > 2 {
             samples.removeFirst()
