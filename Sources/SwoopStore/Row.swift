@@ -159,15 +159,6 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         "INSERT INTO download (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
         + " ON CONFLICT(id) DO UPDATE SET \(columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", "))"
 
-    /// The values in `columns` order.
-    var arguments: StatementArguments {
-        [
-            id, url, directory, requestedName, fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag,
-            lastModified, finalSize, finalModified, checksum, lastError, headers, collisionPolicy, priority, position,
-            bytesPerSecond, segments, settings, mirrors, createdAt, updatedAt, lastErrorCode, movedFrom,
-        ]
-    }
-
     /// The columns a transfer changes: not the key (`url`, `directory`, `requestedName`), the queue
     /// place (`priority`, `position`), the download's `settings` and `mirrors`, or `createdAt`.
     static let updateColumns = [
@@ -178,25 +169,12 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
 
     static let updateSQL = "UPDATE download SET \(updateColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?"
 
-    /// ``updateSQL`` unless another unfinished record in the directory names the file (arguments:
-    /// ``updateArguments``, then the directory and the file name).
+    /// ``updateSQL`` unless another unfinished record in the directory names the file (values:
+    /// ``bindClaim(_:fileName:)``).
     static let claimSQL = updateSQL
         + " AND NOT EXISTS (SELECT 1 FROM download AS other WHERE other.directory = ? AND other.fileName = ?"
         // Two comparisons, not `NOT IN (…)`: SQLite opens an ephemeral table for the list at each run.
         + " AND other.state != 'completed' AND other.state != 'removed' AND other.id != download.id)"
-
-    /// ``claimSQL``'s arguments: ``updateArguments``, then the directory and the file name.
-    func claimArguments(fileName: String) -> StatementArguments {
-        updateArguments + [directory, fileName]
-    }
-
-    /// The values in `updateColumns` order, then the id.
-    var updateArguments: StatementArguments {
-        [
-            fileName, state, totalBytes, committedBytes, syncedBytes, bootID, etag, lastModified, finalSize, finalModified,
-            checksum, lastError, headers, collisionPolicy, bytesPerSecond, segments, updatedAt, lastErrorCode, movedFrom, id,
-        ]
-    }
 
     private static let encoder = JSONEncoder()
     private static let decoder = JSONDecoder()

@@ -182,7 +182,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// `synchronous = NORMAL`); the log is then flushed by a ``GroupSync``, so downloads finishing
     /// together share one `fsync`. Checkpoints stay cheap: losing one only costs re-downloading a little.
     public func save(_ record: DownloadRecord) throws {
-        try write { db in try db.cachedStatement(sql: Row.upsertSQL).execute(arguments: Row(record).arguments) }
+        try write { db in try db.run(db.cachedStatement(sql: Row.upsertSQL), binding: Row(record).bindAll) }
         try makeDurable()
     }
 
@@ -196,7 +196,7 @@ public final class SQLiteDownloadStore: DownloadStore {
                 try db.inTransaction {
                     // One prepared statement for the batch.
                     let statement = try db.cachedStatement(sql: Row.upsertSQL)
-                    for record in records { try statement.execute(arguments: Row(record).arguments) }
+                    for record in records { try db.run(statement, binding: Row(record).bindAll) }
                     return .commit
                 }
             }
@@ -210,14 +210,14 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// power loss.
     public func save(_ record: DownloadRecord, durable: Bool) throws {
         guard !durable else { return try save(record) }
-        try write { db in try db.cachedStatement(sql: Row.upsertSQL).execute(arguments: Row(record).arguments) }
+        try write { db in try db.run(db.cachedStatement(sql: Row.upsertSQL), binding: Row(record).bindAll) }
     }
 
     /// One `UPDATE` of the columns a transfer owns: the key and queue columns (and their indexes)
     /// are not rewritten, as an upsert of the whole row would.
     public func update(_ record: DownloadRecord, durable: Bool) throws {
         let changed = try write { db in
-            try db.cachedStatement(sql: Row.updateSQL).execute(arguments: Row(record).updateArguments)
+            try db.run(db.cachedStatement(sql: Row.updateSQL), binding: Row(record).bindUpdate)
             return db.changesCount
         }
         guard changed > 0 else { throw Self.removedMeanwhile(record, path: path) }
@@ -232,11 +232,11 @@ public final class SQLiteDownloadStore: DownloadStore {
             try update(record, durable: false)
             return nil
         }
-        let arguments = Row(record).claimArguments(fileName: fileName)
+        let row = Row(record)
         // A holder that finishes between the refused write and the lookup frees the name: write again.
         for _ in 0..<3 {
             let changed = try write { db in
-                try db.cachedStatement(sql: Row.claimSQL).execute(arguments: arguments)
+                try db.run(db.cachedStatement(sql: Row.claimSQL)) { row.bindClaim(&$0, fileName: fileName) }
                 return db.changesCount
             }
             if changed > 0 { return nil }
@@ -253,9 +253,9 @@ public final class SQLiteDownloadStore: DownloadStore {
     public func update(contentsOf records: [DownloadRecord], claiming: Set<Download.ID>, durable: Bool) -> [Result<Void, SwoopError>] {
         func write(_ record: DownloadRecord, in db: Database) throws -> Bool {
             if claiming.contains(record.id), let fileName = record.fileName {
-                try db.cachedStatement(sql: Row.claimSQL).execute(arguments: Row(record).claimArguments(fileName: fileName))
+                try db.run(db.cachedStatement(sql: Row.claimSQL)) { Row(record).bindClaim(&$0, fileName: fileName) }
             } else {
-                try db.cachedStatement(sql: Row.updateSQL).execute(arguments: Row(record).updateArguments)
+                try db.run(db.cachedStatement(sql: Row.updateSQL), binding: Row(record).bindUpdate)
             }
             return db.changesCount > 0
         }

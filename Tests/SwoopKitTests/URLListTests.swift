@@ -29,4 +29,23 @@ struct URLListTests {
         #expect(entries.count == 10_000)
         #expect(entries.last == URLList.Entry(url: "http://h/10000", line: 10_000))
     }
+
+    /// Lines of ASCII without TABs are read as bytes; every other line by `Character`s. The two
+    /// readings agree on every such line: blanks and carriage returns at either end, comments, one
+    /// or many spaces before a name.
+    @Test func bytesAndCharactersReadALineAlike() {
+        let pieces = ["http://h/a", " ", "  ", "\r", "#", "name", "x y", "", "?q=1", "%20"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let line = (0..<Int.random(in: 0...6, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let expected = URLList.entry(Substring(line), number: 1)
+            #expect(URLList.parse(line) == (expected.map { [$0] } ?? []), "line \(line.debugDescription)")
+        }
+    }
+
+    @Test func aLineBeyondASCIIIsReadByCharacters() {
+        #expect(URLList.parse("http://h/é  naïve name\r\n") == [URLList.Entry(url: "http://h/é", fileName: "naïve name", line: 1)])
+        // A combining mark after the space makes one Character of the two: no gap there.
+        #expect(URLList.parse("http://h/a \u{301}b") == [URLList.Entry(url: "http://h/a \u{301}b", line: 1)])
+    }
 }

@@ -102,6 +102,18 @@ struct SQLiteDownloadStoreTests {
         #expect(try store.all().count == 1)
     }
 
+    /// A batch whose key another record took meanwhile fails whole and retryably (`keyTaken`):
+    /// the constraint's extended code reaches the store through the statement's own binding and
+    /// stepping (`Database.run`), and the record is not written twice.
+    @Test func aBatchWithATakenKeyFailsRetryably() throws {
+        let store = try SQLiteDownloadStore(directory: directory)
+        try store.save(record())
+        let error = #expect(throws: SwoopError.self) { try store.save(contentsOf: [record("http://127.0.0.1/b.bin"), record()]) }
+        #expect(error?.isRetryable == true)
+        #expect(error?.message.hasPrefix("another swoop process added some of these downloads meanwhile") == true)
+        #expect(try store.all().map(\.url) == [record().url])
+    }
+
     @Test func batchesRoundTripEveryFieldAndUpdateByID() throws {
         let store = try SQLiteDownloadStore(directory: directory)
         var records = (0..<300).map { i -> DownloadRecord in
