@@ -47,23 +47,30 @@ extension SQLiteDownloadStore {
     /// The columns v5, v8 and v10 added are made with the table (five statements instead of nine:
     /// SQLite re-reads the whole schema after each, and an `ALTER TABLE` rewrites it).
     static func createLatest(_ db: Database) throws {
-        try createDownloadTable(db, named: "download", withLaterColumns: true)
+        try createDownloadTable(db, named: "download", withLaterColumns: true, stateCheckByComparisons: true)
         try createDownloadIndexes(db)
         try addStateIndex(db)
         try createControlTable(db)
     }
 
     /// The download table as v4 made it (v5, v8 and v10 added columns); `withLaterColumns` makes
-    /// it with those too, in the text SQLite keeps after their `ALTER TABLE`s (SchemaTests compares).
-    private static func createDownloadTable(_ db: Database, named name: String, withLaterColumns: Bool = false) throws {
+    /// it with those too, in the text SQLite keeps after their `ALTER TABLE`s (SchemaTests compares);
+    /// `stateCheckByComparisons` checks the state as v11 does.
+    private static func createDownloadTable(
+        _ db: Database, named name: String, withLaterColumns: Bool = false, stateCheckByComparisons: Bool = false
+    ) throws {
         try db.create(table: name) { t in
             t.primaryKey("id", .text)
             t.column("url", .text).notNull()
             t.column("directory", .text).notNull()
             t.column("requestedName", .text).notNull()
             t.column("fileName", .text)
+            let states = ["waiting", "active", "paused", "interrupted", "completed", "failed", "removed"]
             t.column("state", .text).notNull()
-                .check { ["waiting", "active", "paused", "interrupted", "completed", "failed", "removed"].contains($0) }
+                .check { state in
+                    stateCheckByComparisons
+                        ? states.dropFirst().reduce(state == states[0]) { $0 || state == $1 } : states.contains(state)
+                }
             t.column("totalBytes", .integer).check { $0 == nil || $0 >= 0 }
             t.column("committedBytes", .integer).notNull().check { $0 >= 0 }
             t.column("syncedBytes", .integer).notNull().check { $0 >= 0 }
@@ -134,6 +141,22 @@ extension SQLiteDownloadStore {
         try db.alter(table: "download") { t in
             t.add(column: "movedFrom", .text)
         }
+    }
+
+    /// v11: the state's CHECK as comparisons, not `IN (…)`. For a list of more than two values
+    /// SQLite builds an ephemeral table at every run of a statement that writes the state: every
+    /// insert of a new download and every update (a fifth of the update that completes a small
+    /// file, measured in memory). SQLite cannot change a CHECK constraint: the table is rebuilt as
+    /// its documentation prescribes (create, copy with the rowids, which order the queue's ties;
+    /// drop, rename, the indexes again).
+    private static func checkStateByComparisons(_ db: Database) throws {
+        try createDownloadTable(db, named: "download_v11", withLaterColumns: true, stateCheckByComparisons: true)
+        let columns = try db.columns(in: "download").map(\.name).joined(separator: ", ")
+        try db.execute(sql: "INSERT INTO download_v11 (rowid, \(columns)) SELECT rowid, \(columns) FROM download")
+        try db.drop(table: "download")
+        try db.rename(table: "download_v11", to: "download")
+        try createDownloadIndexes(db)
+        try addStateIndex(db)
     }
 
     static let schemaSteps: [SchemaStep] = [
@@ -224,5 +247,6 @@ extension SQLiteDownloadStore {
             try createControlTable(db)
         },
         SchemaStep(identifier: "v10: moved from", run: addMovedFrom),
+        SchemaStep(identifier: "v11: state checked by comparisons", run: checkStateByComparisons),
     ]
 }

@@ -18,7 +18,7 @@ struct Bindings {
     /// The first binding SQLite refused, if any.
     private(set) var failure: Int32 = SQLITE_OK
 
-    fileprivate init(_ statement: SQLiteStatement) {
+    init(_ statement: SQLiteStatement) {
         self.statement = statement
     }
 

@@ -153,6 +153,9 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
     /// `SELECT` of `columns`, in that order (what ``init(row:)`` reads by position), from the table.
     static let select = "SELECT \(columns.joined(separator: ", ")) FROM download"
 
+    /// ``select`` of one record by id.
+    static let selectByID = "\(select) WHERE id = ?"
+
     /// Insert or update by id. Another record with the same (url, directory, requestedName) is a
     /// conflict that fails the batch, never a silent replacement.
     static let upsertSQL =

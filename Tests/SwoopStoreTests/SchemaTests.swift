@@ -85,7 +85,7 @@ extension SchemaTests {
         let record = DownloadRecord(url: "http://127.0.0.1/kept", directory: "/tmp/x", requestedName: "", bootID: "b")
         try store.save(record)
         try store.close()
-        let next = SQLiteDownloadStore.SchemaStep(identifier: "v11: a next step") { db in
+        let next = SQLiteDownloadStore.SchemaStep(identifier: "v12: a next step") { db in
             try db.alter(table: "download") { t in t.add(column: "nextColumn", .text) }
         }
         let steps = SQLiteDownloadStore.schemaSteps + [next]
@@ -98,9 +98,52 @@ extension SchemaTests {
         try nextMigrator.migrate(DatabaseQueue(path: fresh))
         #expect(try Self.schema(path) == (try Self.schema(fresh)))
         #expect(try Self.schema(path).contains { $0.contains("\"nextColumn\" TEXT") })
-        #expect(try Self.appliedMigrations(path) == ["v11: a next step"])
+        #expect(try Self.appliedMigrations(path) == ["v12: a next step"])
         let kept = try DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "SELECT url FROM download WHERE id = ?", arguments: [record.id.rawValue]) }
         #expect(kept == "http://127.0.0.1/kept")
+    }
+
+    /// The statements that write a download's state build no table as they run: the state's CHECK
+    /// (v11) is comparisons, where an `IN (…)` list of seven made SQLite fill an ephemeral table at
+    /// every insert and update.
+    @Test func writingTheStateBuildsNoTable() throws {
+        let path = directory + "/explain.sqlite"
+        try SQLiteDownloadStore(path: path).close()
+        let opcodes = try DatabaseQueue(path: path).read { db in
+            try [Row.upsertSQL, Row.updateSQL, Row.claimSQL].map { sql in
+                try GRDB.Row.fetchAll(db, sql: "EXPLAIN \(sql)", arguments: StatementArguments(
+                    [DatabaseValue](repeating: .null, count: sql.count(where: { $0 == "?" }))
+                )).map { $0["opcode"] as String }
+            }
+        }
+        for codes in opcodes {
+            #expect(codes.contains("IdxInsert") || codes.contains("Insert"))
+            #expect(!codes.contains("OpenEphemeral"))
+        }
+    }
+
+    /// A version-10 database's rows go through v11's rebuild with their rowids, which order the
+    /// queue's ties.
+    @Test func v11KeepsTheRowsAndTheirOrder() throws {
+        let path = directory + "/v10.sqlite"
+        let queue = try DatabaseQueue(path: path)
+        try SQLiteDownloadStore.stepByStepMigrator.migrate(queue, upTo: "v10: moved from")
+        try queue.write { db in
+            for (rowid, id) in [(7, "00000000000000b2"), (3, "00000000000000b1"), (5, "00000000000000b3")] {
+                try db.execute(sql: """
+                    INSERT INTO download (rowid, id, url, directory, requestedName, state, committedBytes, syncedBytes, bootID, createdAt, updatedAt, movedFrom)
+                    VALUES (?, ?, ?, '/tmp/x', '', 'interrupted', 40, 30, 'b', 1, 2, 'http://127.0.0.1/old')
+                    """, arguments: [rowid, id, "http://127.0.0.1/\(id)"])
+            }
+        }
+        try queue.close()
+        let store = try SQLiteDownloadStore(path: path)
+        #expect(try store.all().map(\.id.rawValue) == ["00000000000000b1", "00000000000000b3", "00000000000000b2"])
+        let first = try #require(try store.all().first)
+        #expect((first.state, first.committedBytes, first.syncedBytes, first.movedFrom) == (.interrupted, 40, 30, "http://127.0.0.1/old"))
+        try store.close()
+        #expect(try Self.appliedMigrations(path).last == "v11: state checked by comparisons")
+        #expect(try Self.schema(path) == (try stepByStepSchema()))
     }
 
     /// Rows of a version-3 database go through v4's rebuild and v6's new ids inside the merged step.
