@@ -52,10 +52,23 @@ public final class SQLiteDownloadStore: DownloadStore {
             let opening = try Self.lockOpening(path)
             defer { Glibc.close(opening) }
             database = try DatabaseQueue(path: path, configuration: configuration)
+            try Self.refuseNewerSchema(database)
             try Self.migrator.migrate(database)
         } catch {
             throw SwoopError(.store, "cannot open the state database \(path): \(error)", cause: error)
         }
+    }
+
+    /// Refuses a store that a newer swoop stepped beyond the steps this one knows. Migrated as it
+    /// is, it would be taken for an empty one (a merged step records only the last step applied)
+    /// and fail on SQL; an older version met a store of this one so.
+    static func refuseNewerSchema(_ database: DatabaseQueue) throws {
+        let known = Set(schemaSteps.map(\.identifier))
+        let unknown = try database.read { try migrator.appliedIdentifiers($0) }.subtracting(known)
+        guard let newest = unknown.sorted().last else { return }
+        throw SwoopError(
+            .store, "it was made by a newer swoop (its schema has the step \"\(newest)\", which this swoop does not know): use that version, or another state directory"
+        )
     }
 
     /// Takes the lock that makes opening and migrating the database at `path` one process at a

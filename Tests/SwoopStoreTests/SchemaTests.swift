@@ -146,6 +146,26 @@ extension SchemaTests {
         #expect(try Self.schema(path) == (try stepByStepSchema()))
     }
 
+    /// A store a newer swoop stepped further is refused with one line that says so, and is left
+    /// as it was (an older version took it for an empty store and failed on `CREATE TABLE`).
+    @Test func aStoreOfANewerSwoopIsRefusedAndLeftAlone() throws {
+        let path = directory + "/newer.sqlite"
+        let store = try SQLiteDownloadStore(path: path)
+        try store.save(DownloadRecord(url: "http://127.0.0.1/kept", directory: "/tmp/x", requestedName: "", bootID: "b"))
+        try store.close()
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
+        }
+        let before = try Self.schema(path)
+        let error = #expect(throws: SwoopError.self) { try SQLiteDownloadStore(path: path) }
+        #expect(
+            error?.message == "cannot open the state database \(path): it was made by a newer swoop (its schema has the step "
+                + "\"v99: from the future\", which this swoop does not know): use that version, or another state directory"
+        )
+        #expect(try Self.schema(path) == before)
+        #expect(try Self.appliedMigrations(path) == [SQLiteDownloadStore.schemaSteps.last?.identifier, "v99: from the future"])
+    }
+
     /// Rows of a version-3 database go through v4's rebuild and v6's new ids inside the merged step.
     @Test func rowsOfAnOldDatabaseSurviveTheMergedSteps() throws {
         let path = directory + "/v3.sqlite"
