@@ -18,7 +18,7 @@ struct Bindings {
     /// The first binding SQLite refused, if any.
     private(set) var failure: Int32 = SQLITE_OK
 
-    init(_ statement: SQLiteStatement) {
+    fileprivate init(_ statement: SQLiteStatement) {
         self.statement = statement
     }
 
@@ -64,8 +64,26 @@ extension Database {
     /// after its reset). Every parameter must be bound, or it throws without running.
     func run(_ statement: Statement, binding bind: (inout Bindings) -> Void) throws {
         let raw = statement.sqliteStatement
-        sqlite3_reset(raw)
         defer { sqlite3_reset(raw) }
+        try self.bind(statement, bind)
+        while true {
+            switch sqlite3_step(raw) {
+            case SQLITE_DONE:
+                return
+            case SQLITE_ROW:
+                continue
+            case let code:
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: lastErrorMessage, sql: statement.sql)
+            }
+        }
+    }
+
+    /// Resets a cached statement and binds the values `bind` gives, by position, with SQLite's own
+    /// calls (``Bindings``): for ``run(_:binding:)``, and for the read each download makes as it
+    /// starts. Throws when SQLite refuses a value or a parameter is left unbound.
+    func bind(_ statement: Statement, _ bind: (inout Bindings) -> Void) throws {
+        let raw = statement.sqliteStatement
+        sqlite3_reset(raw)
         var bindings = Bindings(raw)
         bind(&bindings)
         guard bindings.failure == SQLITE_OK else {
@@ -76,16 +94,6 @@ extension Database {
                 resultCode: .SQLITE_MISUSE,
                 message: "\(bindings.count) values bound for \(sqlite3_bind_parameter_count(raw)) parameters", sql: statement.sql
             )
-        }
-        while true {
-            switch sqlite3_step(raw) {
-            case SQLITE_DONE:
-                return
-            case SQLITE_ROW:
-                continue
-            case let code:
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: lastErrorMessage, sql: statement.sql)
-            }
         }
     }
 }

@@ -177,13 +177,8 @@ public final class SQLiteDownloadStore: DownloadStore {
             // Stepped with SQLite's own API (see `Row.init(sqliteStatement:)`): every download reads
             // its record this way as it starts.
             let statement = try db.cachedStatement(sql: Row.selectByID)
-            sqlite3_reset(statement.sqliteStatement)
             defer { sqlite3_reset(statement.sqliteStatement) }
-            var values = Bindings(statement.sqliteStatement)
-            values.bind(id.rawValue)
-            guard values.failure == SQLITE_OK else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: values.failure), message: db.lastErrorMessage, sql: statement.sql)
-            }
+            try db.bind(statement) { $0.bind(id.rawValue) }
             switch sqlite3_step(statement.sqliteStatement) {
             case SQLITE_ROW:
                 return Row(sqliteStatement: statement.sqliteStatement).record
