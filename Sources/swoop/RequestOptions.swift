@@ -182,19 +182,36 @@ struct RequestOptions: ParsableArguments {
     /// A URL written without a scheme (`example.com/a.iso`) is taken as http, as curl, wget and
     /// aria2 take it, with a notice.
     static func withScheme(_ text: String, console: Console) -> String {
-        // The common case first: a URL with its scheme is taken as it is.
-        if text.contains("://") { return text }
+        // The common case first: a URL with its scheme is taken as it is (looked for in the bytes:
+        // `String.contains` cost 5,800 instructions a line of a long list).
+        if hasSchemeSeparator(text) { return text }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         // Only what starts like a host name or address ("example.com/a", "127.0.0.1:8080/x",
         // "[::1]/x", "localhost:8080"): a dotted name, a bracketed address or localhost. A lone word
         // ("not" of a line `not a url`) is no host: it stays an invalid URL, reported as such.
         let host = trimmed.prefix { $0 != "/" && $0 != ":" && $0 != "?" && $0 != "#" }
-        guard let first = trimmed.unicodeScalars.first, !trimmed.contains("://"),
+        guard let first = trimmed.unicodeScalars.first, !hasSchemeSeparator(trimmed),
             first == "[" || (CharacterSet.alphanumerics.contains(first) && (host.contains(".") || host.lowercased() == "localhost"))
         else { return text }
         let url = "http://" + trimmed
         console.notice("no scheme in \(trimmed): using \(url)")
         return url
+    }
+
+    /// Whether `text` holds the bytes `://`. (Unlike a search by Characters, it also finds them
+    /// before a combining mark; such a text is no URL either way, and is reported as one.)
+    static func hasSchemeSeparator(_ text: String) -> Bool {
+        var matched = 0
+        for byte in text.utf8 {
+            switch (matched, byte) {
+            case (0, UInt8(ascii: ":")): matched = 1
+            case (1, UInt8(ascii: "/")): matched = 2
+            case (2, UInt8(ascii: "/")): return true
+            case (_, UInt8(ascii: ":")): matched = 1
+            default: matched = 0
+            }
+        }
+        return false
     }
 
     private static func readMetalink(_ path: String) throws -> [Metalink.File] {

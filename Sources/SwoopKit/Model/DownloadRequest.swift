@@ -117,16 +117,18 @@ public struct DownloadRequest: Sendable {
     /// Checks that `string` is an absolute http(s) URL with a host and a port from 1 to 65535.
     public static func validate(_ string: String) throws -> URL {
         let trimmed = Syntax.trimmingWhitespace(string)
-        guard !trimmed.isEmpty, let components = URLComponents(string: trimmed), let scheme = components.scheme
+        // One parse: `URL(string:)` reads (and percent-encodes) what `URLComponents(string:)`
+        // does, to the same URL; going through the components parsed the text twice.
+        guard !trimmed.isEmpty, let url = URL(string: trimmed), let scheme = url.scheme, !scheme.isEmpty
         else {
             throw SwoopError(.invalidURL, "invalid URL: \(string)")
         }
         guard ["http", "https"].contains(scheme.lowercased()) else {
             throw SwoopError(.unsupportedScheme, "unsupported URL scheme '\(scheme)' in \(string): only http and https")
         }
-        // `rangeOfHost`, not `host`: the host getters run IDNA through ICU, which costs megabytes
-        // of memory for nothing on an ASCII host.
-        guard let host = components.rangeOfHost, !host.isEmpty, let url = components.url else {
+        // The host as written (percent-encoded): decoding it would run IDNA through ICU, which
+        // costs megabytes of memory for nothing on an ASCII host.
+        guard let host = url.host(percentEncoded: true), !host.isEmpty else {
             throw SwoopError(.invalidURL, "invalid URL (no host): \(string)")
         }
         if let problem = portProblem(url) {
