@@ -308,10 +308,13 @@ public final class SQLiteDownloadStore: DownloadStore {
         SwoopError(.store, "the record of \(record.url) was removed from \(path) meanwhile (by another swoop process?)")
     }
 
-    public func markActive(id: Download.ID, at date: Date) throws {
+    public func markActive(ids: [Download.ID], at date: Date) throws {
         try write { db in
-            try db.cachedStatement(sql: "UPDATE download SET state = 'active', updatedAt = ? WHERE id = ? AND state = 'waiting'")
-                .execute(arguments: [date.timeIntervalSince1970, id.rawValue])
+            try db.inTransaction {
+                let statement = try db.cachedStatement(sql: "UPDATE download SET state = 'active', updatedAt = ? WHERE id = ? AND state = 'waiting'")
+                for id in ids { try statement.execute(arguments: [date.timeIntervalSince1970, id.rawValue]) }
+                return .commit
+            }
         }
     }
 

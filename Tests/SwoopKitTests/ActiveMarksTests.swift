@@ -16,7 +16,7 @@ struct ActiveMarksTests {
         f.configuration.durability.activeMarkDelay = .milliseconds(100)
         let silent = try TestPort(listening: true)
         let marks = NIOLockedValueBox(0)
-        let store = ObservedStore(onMarkActive: { _ in marks.withLockedValue { $0 += 1 } })
+        let store = ObservedStore(onMarkActive: { ids in marks.withLockedValue { $0 += ids.count } })
         let request = try DownloadRequest(url: silent.url("/slow.bin"), directory: f.directory)
         let fixture = f
         let download = Task { await fixture.download(request, store: store) }
@@ -43,7 +43,7 @@ struct ActiveMarksTests {
         f.configuration.durability.activeMarkDelay = .seconds(60)
         let body = f.serve("/quick.bin", size: 10_000)
         let marks = NIOLockedValueBox(0)
-        let store = ObservedStore(onMarkActive: { _ in marks.withLockedValue { $0 += 1 } })
+        let store = ObservedStore(onMarkActive: { ids in marks.withLockedValue { $0 += ids.count } })
         let manager = try DownloadManager(configuration: f.configuration, store: store)
         let outcome = try await manager.download(try f.request("/quick.bin"))
         #expect(sha256(file: f.path("quick.bin")) == sha256(body))
@@ -51,5 +51,23 @@ struct ActiveMarksTests {
         #expect(marks.withLockedValue { $0 } == 0)
         #expect(try store.all().first?.state == .completed)
         try await manager.shutdown()
+    }
+
+    /// The marks due at one tick are one write (one transaction in SQLite), not one each.
+    @Test func marksDueTogetherAreWrittenTogether() async throws {
+        let batches = NIOLockedValueBox<[[Download.ID]]>([])
+        let store = ObservedStore(onMarkActive: { ids in batches.withLockedValue { $0.append(ids) } })
+        let records = (0..<3).map { DownloadRecord(id: .init("mark-\($0)"), url: "http://127.0.0.1/\($0)", directory: "/tmp", requestedName: "", bootID: "b") }
+        try store.save(contentsOf: records)
+        let marks = ActiveMarks(store: store)
+        for record in records { marks.add(record.id, after: .zero) }
+        // Bounded: due at once, written at the next tick (50 ms).
+        for _ in 0..<100 where batches.withLockedValue({ $0.isEmpty }) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let written = batches.withLockedValue { $0 }
+        #expect(written.count == 1)
+        #expect(Set(written.first ?? []) == Set(records.map(\.id)))
+        #expect(try store.all().allSatisfy { $0.state == .active })
     }
 }

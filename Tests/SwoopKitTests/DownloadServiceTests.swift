@@ -66,7 +66,7 @@ private struct UnreadableStore: DownloadStore {
     func save(_ record: DownloadRecord) throws { throw Self.failure }
     func update(_ record: DownloadRecord, durable: Bool) throws { throw Self.failure }
     func update(settings: DownloadSettings, id: Download.ID) throws { throw Self.failure }
-    func markActive(id: Download.ID, at date: Date) throws { throw Self.failure }
+    func markActive(ids: [Download.ID], at date: Date) throws { throw Self.failure }
     func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws {
         throw Self.failure
     }

@@ -4,14 +4,14 @@ import NIOConcurrencyHelpers
 @testable import SwoopKit
 
 /// An in-memory store that tells a test about every `update` (with its durability), every group
-/// of updates (before its records' own `update`s) and every `markActive`, before carrying them out;
+/// of updates (before its records' own `update`s) and every `markActive` (its ids), before carrying them out;
 /// an `update` that `failing` names an error for throws it instead, and a batch saved is shown to
 /// `savingBatch` first (which may throw instead).
 final class ObservedStore: DownloadStore {
     private let inner: InMemoryDownloadStore
     private let onUpdate: @Sendable (DownloadRecord, _ durable: Bool) -> Void
     private let onGroup: @Sendable ([DownloadRecord]) -> Void
-    private let onMarkActive: @Sendable (Download.ID) -> Void
+    private let onMarkActive: @Sendable ([Download.ID]) -> Void
     private let failing: @Sendable (DownloadRecord, _ durable: Bool) -> SwoopError?
     private let savingBatch: @Sendable ([DownloadRecord]) throws -> Void
 
@@ -19,7 +19,7 @@ final class ObservedStore: DownloadStore {
         inner: InMemoryDownloadStore = InMemoryDownloadStore(),
         onUpdate: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> Void = { _, _ in },
         onGroup: @escaping @Sendable ([DownloadRecord]) -> Void = { _ in },
-        onMarkActive: @escaping @Sendable (Download.ID) -> Void = { _ in },
+        onMarkActive: @escaping @Sendable ([Download.ID]) -> Void = { _ in },
         failing: @escaping @Sendable (DownloadRecord, _ durable: Bool) -> SwoopError? = { _, _ in nil },
         savingBatch: @escaping @Sendable ([DownloadRecord]) throws -> Void = { _ in }
     ) {
@@ -51,9 +51,9 @@ final class ObservedStore: DownloadStore {
         try inner.update(settings: settings, id: id)
     }
 
-    func markActive(id: Download.ID, at date: Date) throws {
-        onMarkActive(id)
-        try inner.markActive(id: id, at: date)
+    func markActive(ids: [Download.ID], at date: Date) throws {
+        onMarkActive(ids)
+        try inner.markActive(ids: ids, at: date)
     }
 
     func save(_ record: DownloadRecord) throws { try inner.save(record) }

@@ -5,7 +5,7 @@ import Testing
 
 @testable import SwoopStore
 
-/// What every `DownloadStore` promises about `update(_:durable:)` and `markActive(id:at:)`, checked
+/// What every `DownloadStore` promises about `update(_:durable:)` and `markActive(ids:at:)`, checked
 /// against the SQLite store and the in-memory one (which uses the protocol's default versions).
 @Suite("DownloadStore: update, markActive and the daemon's reads, in both stores")
 struct DownloadStoreContractTests {
@@ -210,17 +210,20 @@ struct DownloadStoreContractTests {
     @Test(arguments: Kind.allCases)
     func markActiveTurnsOnlyAWaitingRecordActive(kind: Kind) throws {
         let store = try makeStore(kind)
-        let states: [Download.State] = [.waiting, .paused, .completed, .failed, .removed, .active]
-        let records = states.map { record("\($0.rawValue).bin", state: $0) }
+        let states: [Download.State] = [.waiting, .paused, .completed, .failed, .removed, .active, .waiting]
+        let records = states.enumerated().map { record("\($0.offset)-\($0.element.rawValue).bin", state: $0.element) }
         try store.save(contentsOf: records)
-        for record in records { try store.markActive(id: record.id, at: Self.touched) }
-        try store.markActive(id: Download.ID("no-such-download"), at: Self.touched)
+        // One of them alone, then the rest and an id no record has together (one transaction).
+        try store.markActive(id: records[0].id, at: Self.touched)
+        try store.markActive(ids: records.dropFirst().map(\.id) + [Download.ID("no-such-download")], at: Self.touched)
 
-        var waiting = records[0]
-        waiting.state = .active
-        waiting.updatedAt = Self.touched
-        #expect(try store.record(id: waiting.id) == waiting)
-        for untouched in records.dropFirst() {
+        for index in [0, 6] {
+            var waiting = records[index]
+            waiting.state = .active
+            waiting.updatedAt = Self.touched
+            #expect(try store.record(id: waiting.id) == waiting)
+        }
+        for untouched in records.dropFirst().dropLast() {
             #expect(try store.record(id: untouched.id) == untouched, "\(untouched.state)")
         }
         #expect(try store.all().count == states.count)

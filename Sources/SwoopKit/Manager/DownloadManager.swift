@@ -29,7 +29,7 @@ public actor DownloadManager {
     /// Every run between its hand-over (or direct start) and its settlement.
     nonisolated let runs = DownloadRuns()
     /// This manager's marks of slow-starting downloads as `active`.
-    nonisolated let activeMarks = ActiveMarks()
+    nonisolated let activeMarks: ActiveMarks
     /// The directories this manager renamed finished files into, flushed at shutdown.
     nonisolated let directorySyncs = DirectorySyncs()
     /// Flushes, records and renames the downloads that finish together, as a group.
@@ -90,6 +90,7 @@ public actor DownloadManager {
         self.configuration = configuration
         self.store = store
         self.finishes = FinishGroups(store: store)
+        self.activeMarks = ActiveMarks(store: store)
         self.logger = logger
         self.rateLimits = try RateLimits(configuration.limits)
         self.client = try HTTPClientPool(configuration)

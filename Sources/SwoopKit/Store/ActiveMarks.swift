@@ -6,26 +6,28 @@ import NIOConcurrencyHelpers
 /// records `active` itself with its first save of progress, which for a small file comes within
 /// milliseconds: such a download is never marked, which saves it a write.
 ///
-/// One timer task serves every download of its manager and stops when none is pending. Each manager
-/// has its own, so two managers in one process never mark each other's downloads.
+/// One timer task serves every download of its manager and stops when none is pending; the marks
+/// due at one tick are written in one transaction. Each manager has its own, with its store, so two
+/// managers in one process never mark each other's downloads.
 final class ActiveMarks: Sendable {
-    private struct Pending {
-        var store: any DownloadStore
-        var due: ContinuousClock.Instant
-    }
-
     private struct State {
-        var pending: [Download.ID: Pending] = [:]
+        /// When each download is due to be marked.
+        var pending: [Download.ID: ContinuousClock.Instant] = [:]
         var ticking = false
     }
 
+    private let store: any DownloadStore
     private let state = NIOLockedValueBox(State())
     private let tick = Duration.milliseconds(50)
 
-    /// Marks `id` active in `store` after `delay`, unless ``remove(_:)`` comes first.
-    func add(_ id: Download.ID, store: any DownloadStore, after delay: Duration) {
+    init(store: any DownloadStore) {
+        self.store = store
+    }
+
+    /// Marks `id` active in the store after `delay`, unless ``remove(_:)`` comes first.
+    func add(_ id: Download.ID, after delay: Duration) {
         let start = state.withLockedValue { state -> Bool in
-            state.pending[id] = Pending(store: store, due: .now + delay)
+            state.pending[id] = .now + delay
             defer { state.ticking = true }
             return !state.ticking
         }
@@ -47,15 +49,15 @@ final class ActiveMarks: Sendable {
     private func run() async {
         while true {
             try? await Task.sleep(for: tick)
-            let (due, stop) = state.withLockedValue { state -> ([(Download.ID, any DownloadStore)], Bool) in
+            let (due, stop) = state.withLockedValue { state -> ([Download.ID], Bool) in
                 let now = ContinuousClock.now
-                let due = state.pending.filter { $0.value.due <= now }
+                let due = state.pending.filter { $0.value <= now }
                 for id in due.keys { state.pending.removeValue(forKey: id) }
                 if state.pending.isEmpty { state.ticking = false }
-                return (due.map { ($0.key, $0.value.store) }, state.pending.isEmpty)
+                return (Array(due.keys), state.pending.isEmpty)
             }
             // A record that left `waiting` meanwhile (progress saved, paused, done) is not touched.
-            for (id, store) in due { try? store.markActive(id: id, at: Date()) }
+            if !due.isEmpty { try? store.markActive(ids: due, at: Date()) }
             if stop { return }
         }
     }

@@ -35,9 +35,9 @@ public protocol DownloadStore: Sendable {
     /// id is in `claiming` is written as ``claim(_:)`` writes it: when another unfinished record
     /// names its file, it is not, and fails alone with ``SwoopError/Code/destinationExists``.
     func update(contentsOf records: [DownloadRecord], claiming: Set<Download.ID>, durable: Bool) -> [Result<Void, SwoopError>]
-    /// Marks a waiting download active, for `ls` while its first request is under way. A record in
-    /// any other state is left alone.
-    func markActive(id: Download.ID, at date: Date) throws
+    /// Marks waiting downloads active, for `ls` while their first requests are under way, in one
+    /// transaction where the store has them. A record in any other state is left alone.
+    func markActive(ids: [Download.ID], at date: Date) throws
     /// The records for many (URL, directory, requested name) keys at once; keys without a record
     /// are left out.
     func find(_ keys: [DownloadKey]) throws -> [DownloadRecord]
@@ -84,6 +84,11 @@ public protocol DownloadStore: Sendable {
 }
 
 extension DownloadStore {
+    /// ``markActive(ids:at:)`` of one download.
+    public func markActive(id: Download.ID, at date: Date) throws {
+        try markActive(ids: [id], at: date)
+    }
+
     public func unfinished(directory: String, fileNames: [String]) throws -> [DownloadRecord] {
         try fileNames.compactMap { try unfinished(directory: directory, fileName: $0) }
     }

@@ -69,11 +69,12 @@ public final class InMemoryDownloadStore: DownloadStore {
         posted.withLockedValue { $0.removeAll { $0.token == token } }
     }
 
-    public func markActive(id: Download.ID, at date: Date) throws {
+    public func markActive(ids: [Download.ID], at date: Date) throws {
         records.withLockedValue { records in
-            guard records[id]?.state == .waiting else { return }
-            records[id]?.state = .active
-            records[id]?.updatedAt = date
+            for id in ids where records[id]?.state == .waiting {
+                records[id]?.state = .active
+                records[id]?.updatedAt = date
+            }
         }
     }
 

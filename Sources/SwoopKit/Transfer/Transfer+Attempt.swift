@@ -11,7 +11,7 @@ extension Transfer {
         // save of progress records it; one whose first answer is slow to come is marked active for
         // other processes (`swoop ls`) after a moment, so a small download writes one record less.
         try transition(.start)
-        context.activeMarks.add(record.id, store: store, after: configuration.durability.activeMarkDelay)
+        context.activeMarks.add(record.id, after: configuration.durability.activeMarkDelay)
         defer { context.activeMarks.remove(record.id) }
         // How far any attempt got: only getting further resets the retry count.
         var furthest = offset
