@@ -6,7 +6,7 @@ import SwoopStore
 
 /// Options every subcommand takes where they make sense.
 struct GlobalOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Where Swoop keeps its state (default $XDG_STATE_HOME/swoop).", valueName: "dir"))
+    @Option(help: ArgumentHelp("Where Swoop keeps its state (default $XDG_STATE_HOME/swoop, else ~/.local/state/swoop).", valueName: "dir"))
     var stateDir: String?
 
     @Flag(name: .shortAndLong, help: "Print only errors.")

@@ -243,7 +243,8 @@ struct RequestOptions: ParsableArguments {
             data = try readFile(path, what: "input file")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw SwoopError(.invalidArgument, "input file \(path) is not UTF-8 text")
+            let place = URLList.firstNonUTF8(in: data).map { " (line \($0.line), byte \($0.column): 0x\(String($0.byte, radix: 16, uppercase: true)))" } ?? ""
+            throw SwoopError(.invalidArgument, "input file \(path) is not UTF-8 text\(place); convert it, e.g. with `iconv -f latin1 -t utf-8`")
         }
         return URLList.parse(text)
     }

@@ -99,6 +99,20 @@ struct ManyDownloadsTests: CLISuite {
         #expect(sha256Hex(file: out + "/second.bin") == sha256Hex(bodies["f001.bin"]!))
     }
 
+    /// A list saved in Latin-1 is refused whole, naming the line and the byte to mend.
+    @Test func aListThatIsNotUTF8NamesItsFirstBadByte() async throws {
+        defer { stop() }
+        let listFile = root + "/latin1.txt"
+        let bytes = Array("\(server.url("/a.bin"))\nhttp://h/caf".utf8) + [0xE9] + Array(".bin\n".utf8)
+        try Data(bytes).write(to: URL(fileURLWithPath: listFile))
+        let result = try await swoop("get", ["-i", listFile] + transferOptions())
+        #expect(result.status == 2)
+        #expect(result.stderrLines == [
+            "swoop: error: input file \(listFile) is not UTF-8 text (line 2, byte 13: 0xE9); convert it, e.g. with `iconv -f latin1 -t utf-8`"
+        ])
+        #expect(server.requests.isEmpty)
+    }
+
     @Test func aBadLineIsNamedAndSkippedAndTheRestDownload() async throws {
         defer { stop() }
         let bodies = serveMany(1, size: 100, on: server)

@@ -48,4 +48,17 @@ struct URLListTests {
         // A combining mark after the space makes one Character of the two: no gap there.
         #expect(URLList.parse("http://h/a \u{301}b") == [URLList.Entry(url: "http://h/a \u{301}b", line: 1)])
     }
+
+    @Test func namesTheFirstByteThatIsNotUTF8() {
+        let latin1: [UInt8] = Array("http://h/a\nhttp://h/caf".utf8) + [0xE9] + Array(".txt\n".utf8)
+        #expect(URLList.firstNonUTF8(in: latin1).map { [$0.line, $0.column, Int($0.byte)] } == [2, 13, 0xE9])
+        // A character of two bytes before it on the same line counts as two bytes; a lone
+        // continuation byte and a sequence cut short are found where they start.
+        let after = Array("\u{E9}x".utf8) + [0x80]
+        #expect(URLList.firstNonUTF8(in: after).map { [$0.line, $0.column, Int($0.byte)] } == [1, 4, 0x80])
+        let cut = Array("a\n\n".utf8) + [0xE2, 0x82]
+        #expect(URLList.firstNonUTF8(in: cut).map { [$0.line, $0.column, Int($0.byte)] } == [3, 1, 0xE2])
+        #expect(URLList.firstNonUTF8(in: Array("http://h/\u{1F600}\r\nb".utf8)) == nil)
+        #expect(URLList.firstNonUTF8(in: [UInt8]()) == nil)
+    }
 }

@@ -33,6 +33,32 @@ public enum URLList {
         }
     }
 
+    /// Where `bytes` first stop being UTF-8: the 1-based line and the byte's 1-based place in it,
+    /// and the byte; `nil` for UTF-8 text. A list saved in Latin-1 is refused whole, and this names
+    /// the line to mend.
+    public static func firstNonUTF8<Bytes: Collection<UInt8>>(in bytes: Bytes) -> (line: Int, column: Int, byte: UInt8)? {
+        var iterator = bytes.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var offset = bytes.startIndex
+        var (line, lineStart) = (1, 0)
+        var position = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar):
+                if scalar.count == 1, scalar.first == UInt8(ascii: "\n") {
+                    line += 1
+                    lineStart = position + 1
+                }
+                position += scalar.count
+                offset = bytes.index(offset, offsetBy: scalar.count)
+            case .emptyInput:
+                return nil
+            case .error:
+                return (line, position - lineStart + 1, bytes[offset])
+            }
+        }
+    }
+
     /// Splits a list into entries. Pure: URLs and names are validated when the requests are made.
     ///
     /// Lines are cut at their `\n` bytes (one always ends a `Character`, alone or after `\r`). A
