@@ -162,6 +162,11 @@ struct Row: Codable, FetchableRecord, PersistableRecord {
         "INSERT INTO download (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
         + " ON CONFLICT(id) DO UPDATE SET \(columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", "))"
 
+    /// ``upsertSQL`` that replaces a stored row only while its state, file name and recorded bytes
+    /// are the three values bound after the row's (``DownloadRecord/Version``).
+    static let upsertUnchangedSQL = upsertSQL
+        + " WHERE download.state = ? AND download.fileName IS ? AND download.committedBytes = ?"
+
     /// The columns a transfer changes: not the key (`url`, `directory`, `requestedName`), the queue
     /// place (`priority`, `position`), the download's `settings` and `mirrors`, or `createdAt`.
     static let updateColumns = [

@@ -200,21 +200,41 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     /// Saves many records in one durable transaction: one fsync for a whole batch.
-    /// Another process that added a download of the same key since the batch was read fails it
-    /// whole (``SwoopError/keyTaken(_:)``): two `swoop get` started at once on one state directory.
-    public func save(contentsOf records: [DownloadRecord]) throws {
+    /// Another process that added a download of the same key since the batch was read, or changed
+    /// one `expecting` names, fails it whole (``SwoopError/keyTaken(_:)``): two `swoop get` started
+    /// at once on one state directory.
+    public func save(contentsOf records: [DownloadRecord], expecting: [Download.ID: DownloadRecord.Version]) throws {
         guard !records.isEmpty else { return }
         do {
             try write { db in
                 try db.inTransaction {
-                    // One prepared statement for the batch.
+                    // One prepared statement for the batch (two when some are expected as read).
                     let statement = try db.cachedStatement(sql: Row.upsertSQL)
-                    for record in records { try db.run(statement, binding: Row(record).bindAll) }
+                    for record in records {
+                        guard let version = expecting[record.id] else {
+                            try db.run(statement, binding: Row(record).bindAll)
+                            continue
+                        }
+                        try db.run(db.cachedStatement(sql: Row.upsertUnchangedSQL)) { values in
+                            Row(record).bindAll(&values)
+                            values.bind(version.state.rawValue)
+                            values.bind(version.fileName)
+                            values.bind(version.committedBytes)
+                        }
+                        // The row is there and changed: no insert, no update.
+                        if db.changesCount == 0 {
+                            throw SwoopError.keyTaken(SwoopError(.store, "download \(record.id) was changed meanwhile"))
+                        }
+                    }
                     return .commit
                 }
             }
         } catch let error as SwoopError where (error.cause as? DatabaseError)?.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw SwoopError.keyTaken(error)
+        } catch let error as SwoopError {
+            // A changed record's refusal comes back inside the write's error: it is the one to say.
+            if let changed = error.cause as? SwoopError, changed.isRetryable { throw changed }
+            throw error
         }
         try makeDurable()
     }

@@ -461,20 +461,42 @@ struct GetCommandTests: CLISuite {
         #expect((percent ?? 0) > 62.5, "\(resumed.stderr)")
     }
 
-    @Test func secondProcessOnTheSameDownloadIsRefused() async throws {
+    /// Two `swoop get` of one download at once: the second waits for the first, saying so once,
+    /// and when the first stops (Ctrl-C) it goes on from the bytes the first kept.
+    @Test func aSecondProcessWaitsForTheFirstAndTakesOverWhatItStopped() async throws {
         defer { stop() }
         let body = serve("/shared.bin", size: 2_000_000)
         server.enqueue("/shared.bin", .stallAfter(bytes: 500_000))
         let first = try start([server.url("/shared.bin")])
         #expect(await eventually { server.bodyBytesSent(to: "/shared.bin") >= 500_000 })
-        let second = try await get([server.url("/shared.bin")])
-        #expect(second.status == 7)
-        #expect(second.stderrLines == ["swoop: error: \(server.url("/shared.bin")) is already being downloaded by another swoop process (pid \(first.pid))"])
+        let second = try start([server.url("/shared.bin")])
+        let waiting = "swoop: \(server.url("/shared.bin")) is already being downloaded by another swoop process (pid \(first.pid)): waiting for it"
+        #expect(await eventually { ((try? String(contentsOf: second.err, encoding: .utf8)) ?? "").contains(waiting) })
         first.signal(SIGINT)
-        _ = await first.wait()
-        let finished = try await get([server.url("/shared.bin")])
-        #expect(finished.status == 0)
+        #expect(await first.wait().status == 130)
+        let result = await second.wait()
+        #expect(result.status == 0, "\(result.stderr)")
         #expect(digest(out + "/shared.bin") == digest(body))
+        #expect(result.stderrLines.filter { $0 == waiting }.count == 1)
+        // From the first's bytes: the second asked for the rest only.
+        let range = server.requests(to: "/shared.bin").last?.header("Range")
+        #expect(range?.hasPrefix("bytes=") == true && range != "bytes=0-", "\(String(describing: range))")
+    }
+
+    /// ... and what the first completes, the second reports complete without fetching it again.
+    @Test func aSecondProcessReportsWhatTheFirstCompleted() async throws {
+        defer { stop() }
+        let body = serve("/shared.bin", size: 800_000)
+        // Four seconds: the second finds it taken at least twice, however slowly it starts.
+        server.enqueue("/shared.bin", .throttle(bytesPerSecond: 200_000))
+        let first = try start([server.url("/shared.bin")])
+        #expect(await eventually { server.bodyBytesSent(to: "/shared.bin") >= 40_000 })
+        let second = try start([server.url("/shared.bin")])
+        let results = [await first.wait(), await second.wait()]
+        #expect(results.map(\.status) == [0, 0], "\(results.map(\.stderr))")
+        #expect(digest(out + "/shared.bin") == digest(body))
+        #expect(server.requests(to: "/shared.bin").count == 1)
+        #expect(results[1].stderrLines.contains { $0.hasSuffix("(pid \(first.pid)): waiting for it") }, "\(results[1].stderr)")
     }
 
     /// The crash test: SIGKILL the real process after the server has sent a seeded random number of

@@ -85,6 +85,40 @@ struct DownloadRunStateMachineTests {
         }
     }
 
+    @Test func aRunWhoseLockIsHeldElsewhereWaitsOnlyWhenHandedOver() {
+        for state in Self.states {
+            var run = Self.run(in: state)
+            let waits = run.heldElsewhere()
+            #expect(waits == (state == .handedOver), "\(state)")
+            #expect(run.state == .settled)
+        }
+    }
+
+    /// After waiting for another process, what it left interrupted or failed is taken over here;
+    /// what it paused or removed is announced, as without the wait.
+    @Test(arguments: [
+        (Download.State?.some(.interrupted), DownloadRun.BeginAction.takeOver), (.failed, .takeOver), (.waiting, .start),
+        (.active, .start), (.completed, .start), (.paused, .announceStopped), (.removed, .announceStopped), (nil, .announceStopped),
+    ])
+    func aRunThatWaitedTakesOverWhatTheOtherProcessLeft(found: Download.State?, expected: DownloadRun.BeginAction) {
+        var run = Self.run(in: .handedOver)
+        #expect(run.begin(found: found, afterWaiting: true) == expected)
+        #expect(run.state == (expected == .announceStopped ? .settled : .running(terminalSent: false)))
+        // Without the wait, an interrupted record is another process's stop: announced.
+        var plain = Self.run(in: .handedOver)
+        #expect(plain.begin(found: .interrupted) == .announceStopped)
+    }
+
+    @Test func aWaitingDownloadsNextTurnComesSoonThenEveryTwoSeconds() {
+        var held = HeldDownload(key: DownloadKey(url: "http://h/f", directory: "/d", requestedName: ""))
+        var delays: [Duration] = []
+        for _ in 0..<7 {
+            held.attempts += 1
+            delays.append(held.retryDelay)
+        }
+        #expect(delays == [200, 400, 800, 1_600, 2_000, 2_000, 2_000].map { .milliseconds($0) })
+    }
+
     // MARK: stop
 
     @Test func stoppingARunByState() {

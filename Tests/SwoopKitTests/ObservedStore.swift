@@ -57,9 +57,9 @@ final class ObservedStore: DownloadStore {
     }
 
     func save(_ record: DownloadRecord) throws { try inner.save(record) }
-    func save(contentsOf records: [DownloadRecord]) throws {
+    func save(contentsOf records: [DownloadRecord], expecting: [Download.ID: DownloadRecord.Version]) throws {
         try savingBatch(records)
-        try inner.save(contentsOf: records)
+        try inner.save(contentsOf: records, expecting: expecting)
     }
     func find(url: String, directory: String, requestedName: String) throws -> DownloadRecord? {
         try inner.find(url: url, directory: directory, requestedName: requestedName)

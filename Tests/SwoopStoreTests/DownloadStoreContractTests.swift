@@ -229,6 +229,35 @@ struct DownloadStoreContractTests {
         #expect(try store.all().count == states.count)
     }
 
+    /// A batch that re-queues records it read saves them only while they are as read: one another
+    /// process changed meanwhile fails the batch retryably, with nothing of it saved.
+    @Test(arguments: Kind.allCases)
+    func aBatchExpectingRecordsAsReadFailsWhenOneChanged(kind: Kind) throws {
+        let store = try makeStore(kind)
+        let read = [record("a.bin"), record("b.bin")]
+        try store.save(contentsOf: read)
+        let versions = Dictionary(uniqueKeysWithValues: read.map { ($0.id, $0.version) })
+        // Another process completes b meanwhile.
+        var completed = read[1]
+        completed.state = .completed
+        completed.fileName = "b.bin"
+        completed.committedBytes = 10
+        try store.save(completed)
+        var requeued = read
+        for index in requeued.indices { requeued[index].priority = 7 }
+        let fresh = record("c.bin")
+        let error = #expect(throws: SwoopError.self) { try store.save(contentsOf: requeued + [fresh], expecting: versions) }
+        #expect(error?.isRetryable == true)
+        #expect(try store.record(id: read[1].id) == completed)
+        #expect(try store.record(id: read[0].id)?.priority == read[0].priority)
+        #expect(try store.record(id: fresh.id) == nil)
+        // Read again, as they are now: saved.
+        let again = Dictionary(uniqueKeysWithValues: try [read[0].id, read[1].id].map { ($0, try #require(try store.record(id: $0)).version) })
+        try store.save(contentsOf: requeued + [fresh], expecting: again)
+        #expect(try store.record(id: read[0].id)?.priority == 7)
+        #expect(try store.record(id: fresh.id) != nil)
+    }
+
     /// Settings are written by `update(settings:id:)` and by saves, never by a transfer's update: a
     /// limit changed while the download runs survives the transfer's next save.
     @Test(arguments: Kind.allCases)

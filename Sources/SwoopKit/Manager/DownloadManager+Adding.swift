@@ -76,6 +76,9 @@ extension DownloadManager {
         // Ids and queue entries, not whole records: a list of thousands of URLs keeps one copy of each.
         var ids: [Download.ID] = []
         var toSave: [DownloadRecord] = []
+        var expecting: [Download.ID: DownloadRecord.Version] = [:]
+        // Added again as they were, so not written (see below), but announced as the saved ones are.
+        var announced: [DownloadRecord] = []
         var queued: [(entry: DownloadQueue.Entry, key: DownloadKey)] = []
         ids.reserveCapacity(requests.count)
         toSave.reserveCapacity(requests.count)
@@ -105,6 +108,7 @@ extension DownloadManager {
             }
             var record: DownloadRecord
             var isNew = false
+            var unchanged: DownloadRecord?
             if let existing = stored[key] {
                 if queue.contains(existing.id) || runs.contains(existing.id) {
                     // Already queued or running here (a direct download too): its live record must
@@ -122,12 +126,15 @@ extension DownloadManager {
                     continue
                 }
                 record = existing
+                unchanged = existing
+                expecting[record.id] = existing.version
                 try Self.requeue(&record)
             } else if let adopted = try adopt(
                 candidates[Array(request.directory.utf8)]?[Array(Self.destinationName(request).utf8)], for: request, excluding: added.named
             ) {
                 // The unfinished download of another URL to the same file: this URL takes it over.
                 record = adopted
+                expecting[record.id] = adopted.version
                 try Self.requeue(&record)
             } else {
                 record = DownloadRecord(request, bootID: FileSystem.bootID, position: position)
@@ -144,12 +151,21 @@ extension DownloadManager {
             added.byKey[key] = record.id
             ids.append(record.id)
             added.named.insert(record.id)
-            toSave.append(record)
+            if let unchanged, record.sameApartFromUpdate(unchanged) {
+                // Nothing to write (a waiting or completed download added again as it was): another
+                // process running it meanwhile must not fail this batch over a write it does not need.
+                expecting[record.id] = nil
+                announced.append(record)
+            } else {
+                toSave.append(record)
+            }
             if !pausing { queued.append((Self.entry(record), record.key)) }
         }
         nextPosition = position
-        try store.save(contentsOf: toSave)
-        for record in toSave { hub.publish(.added(record.snapshot())) }
+        // A download read here and changed by another process before this save (it ran it meanwhile)
+        // fails the batch, which is read again: never its stale copy written over the other's.
+        try store.save(contentsOf: toSave, expecting: expecting)
+        for record in announced + toSave { hub.publish(.added(record.snapshot())) }
         enqueue(queued)
         return ids
     }

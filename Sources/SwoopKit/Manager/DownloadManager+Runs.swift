@@ -41,7 +41,7 @@ extension DownloadManager {
     }
 
     func wakeIdleWaiters(force: Bool = false) {
-        guard force || queue.isIdle, !idleWaiters.isEmpty else { return }
+        guard force || isIdle, !idleWaiters.isEmpty else { return }
         let waiters = idleWaiters
         idleWaiters.removeAll()
         for waiter in waiters { waiter.resume() }
@@ -75,19 +75,29 @@ extension DownloadManager {
         // The lock first, then one read: `swoop pause` and `swoop rm` change a record only under
         // the same lock, so what is read here stays true while the transfer runs.
         let lock: DownloadLock
-        let record: DownloadRecord?
+        var record: DownloadRecord?
         let since = Date()
         do {
             lock = try DownloadLock.acquire(key, in: configuration.lockDirectory)
-            record = try store.record(id: id)
+        } catch let busy as SwoopError where busy.code == .inUse {
+            // Another process downloads it: its record is that process's, and this one waits for it.
+            if runs.heldElsewhere(id) { waitForHolder(id, key: key, busy: busy) }
+            return
         } catch {
-            // An `inUse` failure leaves the record alone: it belongs to the process holding the lock.
             if runs.failedToBegin(id) { publishFailure(id: id, record: try? store.record(id: id), error: error) }
             return
         }
+        do {
+            record = try store.record(id: id)
+        } catch {
+            heldElsewhere[id] = nil
+            if runs.failedToBegin(id) { publishFailure(id: id, record: nil, error: error) }
+            return
+        }
+        let waited = heldElsewhere.removeValue(forKey: id) != nil
         // A shutdown that began meanwhile must not find a transfer it did not cancel: it stays waiting.
         guard phase == .running else { return runs.forget(id) }
-        switch runs.begin(id, found: record?.state, record: record, since: since) {
+        switch runs.begin(id, found: record?.state, record: record, since: since, afterWaiting: waited) {
         case .settleQuietly:
             return
         case .announceStopped:
@@ -95,6 +105,12 @@ extension DownloadManager {
             session.stopped += 1
             let known = Download(id: id, url: key.url, destination: nil, state: .removed, totalBytes: nil, completedBytes: 0)
             return publishStopped(record, else: known)
+        case .takeOver:
+            // The process it waited for stopped or failed it: it goes on here, from the bytes kept.
+            if var taken = record {
+                try? Self.requeue(&taken)
+                record = taken
+            }
         case .start:
             break
         }

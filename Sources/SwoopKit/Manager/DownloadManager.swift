@@ -38,6 +38,9 @@ public actor DownloadManager {
     /// The key of each download in the queue: a queued run takes the download's lock by it before
     /// it reads the record (once).
     var queuedKeys: [Download.ID: DownloadKey] = [:]
+    /// The queued downloads whose locks another process held at their turn: out of the queue until
+    /// their next (``waitForHolder(_:key:busy:)``).
+    var heldElsewhere: [Download.ID: HeldDownload] = [:]
     /// Downloads paused only to change their sources (``changeURL(_:to:trustMirrorLength:)``,
     /// ``setMirrors(_:_:)``) and resumed right after: their pause is no stop (``staysPaused(_:)``).
     /// (A count: two changes may overlap.)
@@ -176,9 +179,10 @@ public actor DownloadManager {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Returns when nothing runs and nothing waits (or the manager stops).
+    /// Returns when nothing runs and nothing waits, in the queue or for another process (or the
+    /// manager stops).
     public func waitUntilIdle() async {
-        if queue.isIdle || phase == .stopped { return }
+        if isIdle || phase == .stopped { return }
         await withCheckedContinuation { idleWaiters.append($0) }
     }
 

@@ -4,11 +4,16 @@
 ///
 /// ```
 /// handedOver ──begin──▶ running ──stopTransfer(intent)──▶ stopping(intent)
-///     │                    │                                  │
-///     └─stoppedByCaller─▶ stoppedBeforeStart                  │
-///                   │      └──────────────ended───────────────┴──▶ settled
-///                   └─begin─▶ settled
+///     │  │                 │                                  │
+///     │  └─stoppedByCaller─▶ stoppedBeforeStart               │
+///     │                 │      └──────────────ended───────────┴──▶ settled
+///     │                 └─begin─▶ settled
+///     └─failedToBegin / heldElsewhere─▶ settled
 /// ```
+///
+/// A run whose lock another process holds (``heldElsewhere()``) ends without an event: the
+/// download waits for that process and is handed over again later, a new run that begins knowing
+/// it waited (``begin(found:afterWaiting:)``).
 ///
 /// Every run ends with exactly one terminal event: the transfer's own when it sent one (noted by
 /// ``event(_:)``), else the one ``ended(_:)`` or ``begin(found:)`` asks the manager to publish.
@@ -45,6 +50,9 @@ struct DownloadRun: Sendable {
         case announceStopped
         /// Settle without a word: its event is out already (stopped before start).
         case settleQuietly
+        /// The process it waited for stopped or failed it (`interrupted`, `failed`): put it back in
+        /// line (``DownloadStateMachine``'s resume), then start the transfer here.
+        case takeOver
     }
 
     /// How a run that ended is counted and announced.
@@ -88,12 +96,19 @@ struct DownloadRun: Sendable {
     static func started() -> DownloadRun { DownloadRun(state: .running(terminalSent: false)) }
 
     /// The run begins: `found` is the record's state, read under the download's lock (`nil`: gone).
-    mutating func begin(found: Download.State?) -> BeginAction {
+    ///
+    /// - Parameter afterWaiting: Another process held the lock at an earlier turn, and this one
+    ///   waited for it: what that process left interrupted or failed is taken over, not announced.
+    mutating func begin(found: Download.State?, afterWaiting: Bool = false) -> BeginAction {
         switch state {
         case .stoppedBeforeStart:
             state = .settled
             return .settleQuietly
         case .handedOver:
+            if afterWaiting, found == .interrupted || found == .failed {
+                state = .running(terminalSent: false)
+                return .takeOver
+            }
             guard let found, found == .waiting || found == .active || found == .completed else {
                 state = .settled
                 return .announceStopped
@@ -106,10 +121,19 @@ struct DownloadRun: Sendable {
         }
     }
 
-    /// The run could not begin (the lock is held elsewhere, the record cannot be read or run).
+    /// The run could not begin (the record cannot be read or run).
     ///
     /// - Returns: Whether to publish the failure (not when its event is out already).
     mutating func failedToBegin() -> Bool {
+        defer { state = .settled }
+        return state == .handedOver
+    }
+
+    /// Another process holds the download's lock: this run ends without an event.
+    ///
+    /// - Returns: Whether the download waits for that process (not when the caller stopped it
+    ///   before its run began: its event is out already).
+    mutating func heldElsewhere() -> Bool {
         defer { state = .settled }
         return state == .handedOver
     }

@@ -63,13 +63,15 @@ final class DownloadRuns: Sendable {
     /// The run begins with the record's state as read under its lock (`nil`: gone).
     ///
     /// - Parameter since: When it went for the lock.
-    func begin(_ id: Download.ID, found: Download.State?, record: DownloadRecord? = nil, since: Date) -> DownloadRun.BeginAction {
+    func begin(
+        _ id: Download.ID, found: Download.State?, record: DownloadRecord? = nil, since: Date, afterWaiting: Bool = false
+    ) -> DownloadRun.BeginAction {
         entries.withLockedValue { entries in
             guard var entry = entries[id] else { return .settleQuietly }
             entry.since = since
             entry.record = record
-            let action = entry.run.begin(found: found)
-            if action == .start { entries[id] = entry } else { entries[id] = nil }
+            let action = entry.run.begin(found: found, afterWaiting: afterWaiting)
+            if action == .start || action == .takeOver { entries[id] = entry } else { entries[id] = nil }
             return action
         }
     }
@@ -79,6 +81,14 @@ final class DownloadRuns: Sendable {
         entries.withLockedValue { entries in
             guard var entry = entries.removeValue(forKey: id) else { return false }
             return entry.run.failedToBegin()
+        }
+    }
+
+    /// Another process holds `id`'s lock: the run ends. Returns whether the download waits for it.
+    func heldElsewhere(_ id: Download.ID) -> Bool {
+        entries.withLockedValue { entries in
+            guard var entry = entries.removeValue(forKey: id) else { return false }
+            return entry.run.heldElsewhere()
         }
     }
 

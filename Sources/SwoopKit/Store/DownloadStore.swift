@@ -41,12 +41,14 @@ public protocol DownloadStore: Sendable {
     /// The records for many (URL, directory, requested name) keys at once; keys without a record
     /// are left out.
     func find(_ keys: [DownloadKey]) throws -> [DownloadRecord]
-    /// Inserts or replaces many records in one transaction (queueing thousands of URLs).
+    /// Inserts or replaces many records in one transaction (queueing thousands of URLs). A record
+    /// whose id `expecting` names replaces the stored one only while that is still as it was read
+    /// (the same ``DownloadRecord/Version``).
     ///
     /// - Throws: A retryable ``SwoopError/Code/store`` error, with nothing saved, when another
-    ///   process added a record of the same key meanwhile (``SwoopError/keyTaken(_:)``): the caller
-    ///   reads again and reuses it.
-    func save(contentsOf records: [DownloadRecord]) throws
+    ///   process added a record of the same key meanwhile, or changed one `expecting` names
+    ///   (``SwoopError/keyTaken(_:)``): the caller reads again and reuses it.
+    func save(contentsOf records: [DownloadRecord], expecting: [Download.ID: DownloadRecord.Version]) throws
     /// Records progress: the hot path.
     func checkpoint(id: Download.ID, committedBytes: Int, syncedBytes: Int, bootID: String, bytesPerSecond: Double) throws
     /// Records the progress of a download over several connections: its segments and their sums.
@@ -145,7 +147,17 @@ extension DownloadStore {
         try keys.compactMap { try find(url: $0.url, directory: $0.directory, requestedName: $0.requestedName) }
     }
 
+    /// ``save(contentsOf:expecting:)`` of records read by no one: each inserted or replaced.
     public func save(contentsOf records: [DownloadRecord]) throws {
+        try save(contentsOf: records, expecting: [:])
+    }
+
+    public func save(contentsOf records: [DownloadRecord], expecting: [Download.ID: DownloadRecord.Version]) throws {
+        for record in records {
+            if let version = expecting[record.id], try self.record(id: record.id).map(\.version) != version {
+                throw SwoopError.keyTaken(SwoopError(.store, "download \(record.id) was changed meanwhile"))
+            }
+        }
         for record in records { try save(record) }
     }
 

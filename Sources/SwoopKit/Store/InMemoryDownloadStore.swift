@@ -78,8 +78,13 @@ public final class InMemoryDownloadStore: DownloadStore {
         }
     }
 
-    public func save(contentsOf records: [DownloadRecord]) throws {
-        self.records.withLockedValue { stored in
+    public func save(contentsOf records: [DownloadRecord], expecting: [Download.ID: DownloadRecord.Version]) throws {
+        try self.records.withLockedValue { stored in
+            for record in records {
+                if let version = expecting[record.id], let current = stored[record.id], current.version != version {
+                    throw SwoopError.keyTaken(SwoopError(.store, "download \(record.id) was changed meanwhile"))
+                }
+            }
             for record in records { stored[record.id] = record }
         }
     }
