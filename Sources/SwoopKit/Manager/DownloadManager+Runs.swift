@@ -79,19 +79,15 @@ extension DownloadManager {
         let since = Date()
         do {
             lock = try DownloadLock.acquire(key, in: configuration.lockDirectory)
+            record = try store.record(id: id)
         } catch let busy as SwoopError where busy.code == .inUse {
-            // Another process downloads it: its record is that process's, and this one waits for it.
+            // Another process downloads it (only the lock says `inUse`): its record is that
+            // process's, and this one waits for it.
             if runs.heldElsewhere(id) { waitForHolder(id, key: key, busy: busy) }
             return
         } catch {
-            if runs.failedToBegin(id) { publishFailure(id: id, record: try? store.record(id: id), error: error) }
-            return
-        }
-        do {
-            record = try store.record(id: id)
-        } catch {
             heldElsewhere[id] = nil
-            if runs.failedToBegin(id) { publishFailure(id: id, record: nil, error: error) }
+            if runs.failedToBegin(id) { publishFailure(id: id, record: try? store.record(id: id), error: error) }
             return
         }
         let waited = heldElsewhere.removeValue(forKey: id) != nil
