@@ -77,13 +77,15 @@ def main():
 
         driver.find_element(By.ID, "urls").send_keys(f"{source}/a.bin\n{source}/slow.bin")
         driver.find_element(By.XPATH, "//button[normalize-space()='Add']").click()
-        wait("a.bin reaches complete", lambda: state_of(driver, "a.bin") == "complete", 40)
-        wait("slow.bin is active", lambda: state_of(driver, "slow.bin") == "active", 20)
+        # slow.bin first: it takes 7.5 s, and on a loaded machine a.bin's "complete" can come later
+        # than that (CI once saw slow.bin done before the test looked for it running).
+        wait("slow.bin is active", lambda: state_of(driver, "slow.bin") == "active", 20, shown=lambda: state_of(driver, "slow.bin"))
         driver.save_screenshot(os.path.join(args.artifacts, "1280-fleet.png"))
+        item(driver, "slow.bin").find_element(By.CSS_SELECTOR, "button[aria-label='Pause slow.bin']").click()
+        wait("slow.bin is paused, wherever it ran", lambda: state_of(driver, "slow.bin") == "paused", 20, shown=lambda: state_of(driver, "slow.bin"))
         driver.execute_script("document.getElementById('nodes-panel').scrollIntoView()")
         driver.save_screenshot(os.path.join(args.artifacts, "1280-nodes.png"))
-        item(driver, "slow.bin").find_element(By.CSS_SELECTOR, "button[aria-label='Pause slow.bin']").click()
-        wait("slow.bin is paused, wherever it ran", lambda: state_of(driver, "slow.bin") == "paused", 20)
+        wait("a.bin reaches complete", lambda: state_of(driver, "a.bin") == "complete", 40, shown=lambda: state_of(driver, "a.bin"))
         item(driver, "slow.bin").find_element(By.CSS_SELECTOR, "button[aria-label='Resume slow.bin']").click()
         wait("slow.bin completes after the resume", lambda: state_of(driver, "slow.bin") == "complete", 60)
         for name in ("a.bin", "slow.bin"):

@@ -85,7 +85,9 @@ def check(condition, what):
     print(f"ok: {what}", flush=True)
 
 
-def wait(what, probe, timeout=30):
+def wait(what, probe, timeout=30, shown=None):
+    """Waits for `probe` to give a true value, at most `timeout` seconds. On failure, `shown` (a
+    function) says what the page showed instead."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -97,7 +99,13 @@ def wait(what, probe, timeout=30):
             print(f"ok: {what}", flush=True)
             return value
         time.sleep(0.1)
-    raise Failure(f"{what} (waited {timeout} s)")
+    instead = ""
+    if shown:
+        try:
+            instead = f"; the page shows {shown()!r}"
+        except Exception as error:  # noqa: BLE001 - said, not raised: the failure is the wait's
+            instead = f"; reading the page failed: {error}"
+    raise Failure(f"{what} (waited {timeout} s{instead})")
 
 
 def item(driver, name):
