@@ -66,6 +66,38 @@ struct SegmentPlanTests {
         #expect(idle == nil)
     }
 
+    @Test func aStealLeavesTheVictimWhatItHasInFlight() throws {
+        // [0, 100) and [100, 200), each 20 written; the second's connection has 50 in flight.
+        var plan = SegmentPlan(total: 200, segments: [Segment(start: 0, end: 100, written: 20), Segment(start: 100, end: 200, written: 20)])
+        let first = plan.steal(busy: [0, 100], reservedUpTo: [:], keeps: [100: 50], minSplitSize: 10)
+        let taken = try #require(first)
+        // The first gives half of its 80 (40, from 60); the second only 30 (from 170): the first is split.
+        #expect(taken == Segment(start: 60, end: 100))
+        // What the second keeps moves its split point past the half: [120 + 50, 200).
+        let second = plan.steal(busy: [0, 60, 100], reservedUpTo: [60: 60], keeps: [100: 50], minSplitSize: 10)
+        #expect(second == Segment(start: 170, end: 200))
+        #expect(Self.ranges(plan) == [[0, 60, 20], [60, 100, 0], [100, 170, 20], [170, 200, 0]])
+        #expect(plan.isConsistent)
+    }
+
+    @Test(arguments: [
+        // left beyond the position, in flight, min split → the stolen start (nil: no steal)
+        (80, 0, 10, 60 as Int?),     // half, as without a pace
+        (80, 30, 10, 60),            // in flight within the half: the half
+        (80, 50, 10, 70),            // past the half: what is beyond it
+        (80, 70, 10, 90),            // 10 left beyond: exactly the minimum
+        (80, 71, 10, nil),           // 9 left beyond: not worth a connection
+        (80, 200, 10, nil),          // all of it in flight: nothing to take
+        (19, 0, 10, nil),            // a half under the minimum, as before
+    ])
+    func whatIsInFlightIsNeverTaken(left: Int, inFlight: Int, minSplit: Int, expected: Int?) {
+        var plan = SegmentPlan(total: 100, segments: [Segment(start: 0, end: 100, written: 100 - left)])
+        let taken = plan.steal(busy: [0], reservedUpTo: [:], keeps: [0: inFlight], minSplitSize: minSplit)
+        #expect(taken?.start == expected)
+        #expect(taken?.end == (expected == nil ? nil : 100))
+        #expect(plan.isConsistent)
+    }
+
     @Test func writesAreCappedAtTheSegmentEndAndSyncsAtWhatWasWritten() {
         var plan = SegmentPlan.initial(total: 100, connections: 2, minSplitSize: 10)
         plan.recordWrite(segmentAt: 0, bytes: 70)

@@ -67,20 +67,25 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
         segments.first { !$0.isFinished && !busy.contains($0.start) }
     }
 
-    /// Splits the busy segment with the most bytes left (beyond what its connection has reserved,
-    /// `reservedUpTo[start]`), giving its second half to a new segment, when that half is at least
-    /// `minSplitSize`. Returns the new segment.
-    public mutating func steal(busy: Set<Int>, reservedUpTo: [Int: Int], minSplitSize: Int) -> Segment? {
-        var best: (index: Int, from: Int, left: Int)?
+    /// Splits the busy segment that would give the most, handing its end to a new segment: half of
+    /// what is left beyond what its connection has reserved (`reservedUpTo[start]`), but never the
+    /// `keeps[start]` bytes just beyond it, the ones its connection will have before a new request
+    /// could deliver them (the server sent them already, or will within a round trip). A split
+    /// inside those bytes has the server send them twice. Returns the new segment, `nil` when no
+    /// segment gives at least `minSplitSize`.
+    public mutating func steal(busy: Set<Int>, reservedUpTo: [Int: Int], keeps: [Int: Int] = [:], minSplitSize: Int) -> Segment? {
+        var best: (index: Int, split: Int, taken: Int)?
         for (index, segment) in segments.enumerated() where busy.contains(segment.start) && !segment.isFinished {
             let from = max(segment.next, reservedUpTo[segment.start] ?? segment.next)
             let left = segment.end - from
-            if left > (best?.left ?? 0) { best = (index, from, left) }
+            guard left / 2 >= max(1, minSplitSize) else { continue }
+            let split = from + max(left / 2, keeps[segment.start] ?? 0)
+            let taken = segment.end - split
+            if taken >= max(1, minSplitSize), taken > (best?.taken ?? 0) { best = (index, split, taken) }
         }
-        guard let best, best.left / 2 >= max(1, minSplitSize) else { return nil }
-        let middle = best.from + best.left / 2
-        let taken = Segment(start: middle, end: segments[best.index].end)
-        segments[best.index].end = middle
+        guard let best else { return nil }
+        let taken = Segment(start: best.split, end: segments[best.index].end)
+        segments[best.index].end = best.split
         segments.insert(taken, at: best.index + 1)
         return taken
     }

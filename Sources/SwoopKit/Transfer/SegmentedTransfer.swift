@@ -66,6 +66,8 @@ final class SegmentedTransfer: Sendable {
         var busy: Set<Int> = []
         /// How far each busy segment's connection has reserved bytes to write.
         var reservedUpTo: [Int: Int] = [:]
+        /// How fast each busy segment's connection has written, since it took the segment.
+        var paces: [Int: SegmentPace] = [:]
         /// Each segment's `written` at the last checkpoint.
         var recorded: [Int: Int] = [:]
         /// Each segment's `written` when its disk writeback was last started.
@@ -278,9 +280,14 @@ final class SegmentedTransfer: Sendable {
         state.withLockedValue { state in
             if let start, let segment = Self.free(start, in: state) { return Self.take(segment, in: &state) }
             if let free = state.plan.unclaimed(busy: state.busy) { return Self.take(free, in: &state) }
+            let now = ContinuousClock.now
+            let keeps = state.paces.reduce(into: [Int: Int]()) { keeps, entry in
+                keeps[entry.key] = entry.value.inFlight(written: state.plan.segment(at: entry.key)?.written ?? 0, at: now)
+            }
             guard
                 let stolen = state.plan.steal(
-                    busy: state.busy, reservedUpTo: state.reservedUpTo, minSplitSize: context.configuration.segments.minSplitSize
+                    busy: state.busy, reservedUpTo: state.reservedUpTo, keeps: keeps,
+                    minSplitSize: context.configuration.segments.minSplitSize
                 )
             else { return nil }
             state.recorded[stolen.start] = 0
@@ -297,6 +304,7 @@ final class SegmentedTransfer: Sendable {
     private static func take(_ segment: Segment, in state: inout State) -> Segment {
         state.busy.insert(segment.start)
         state.reservedUpTo[segment.start] = segment.next
+        state.paces[segment.start] = SegmentPace(at: .now, written: segment.written)
         return segment
     }
 
@@ -310,6 +318,7 @@ final class SegmentedTransfer: Sendable {
         state.withLockedValue { state in
             state.busy.remove(start)
             state.reservedUpTo[start] = nil
+            state.paces[start] = nil
         }
     }
 
