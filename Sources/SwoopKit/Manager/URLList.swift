@@ -10,8 +10,10 @@
 /// A line is a URL, optionally followed by whitespace and the file name to save it as (the rest of
 /// the line, so names may contain spaces). Leading and trailing whitespace is ignored; a line whose
 /// first non-blank character is `#` is a comment. A URL cannot contain a space, so the first run of
-/// whitespace ends it. URLs separated by TABs (as in aria2's input files) are one file's mirrors;
-/// a field after them that is no URL is the file name.
+/// whitespace ends it: any Unicode space (a non-breaking one pasted from a web page is no part of
+/// the URL). URLs separated by TABs (as in aria2's input files) are one file's mirrors; a field
+/// after them that is no URL is the file name. Lines end with LF, CRLF or a lone CR (a list saved
+/// by an old Mac editor).
 public enum URLList {
     /// One download from the list.
     public struct Entry: Sendable, Hashable {
@@ -42,13 +44,16 @@ public enum URLList {
         var offset = bytes.startIndex
         var (line, lineStart) = (1, 0)
         var position = 0
+        var afterCR = false
         while true {
             switch parser.parseScalar(from: &iterator) {
             case .valid(let scalar):
-                if scalar.count == 1, scalar.first == UInt8(ascii: "\n") {
+                let byte = scalar.count == 1 ? scalar.first : nil
+                if byte == UInt8(ascii: "\r") || (byte == UInt8(ascii: "\n") && !afterCR) {
                     line += 1
-                    lineStart = position + 1
                 }
+                if byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\n") { lineStart = position + 1 }
+                afterCR = byte == UInt8(ascii: "\r")
                 position += scalar.count
                 offset = bytes.index(offset, offsetBy: scalar.count)
             case .emptyInput:
@@ -61,23 +66,45 @@ public enum URLList {
 
     /// Splits a list into entries. Pure: URLs and names are validated when the requests are made.
     ///
-    /// Lines are cut at their `\n` bytes (one always ends a `Character`, alone or after `\r`). A
-    /// line of ASCII without TABs, nearly every line of a long list, is read as bytes; any other is
+    /// Lines are cut at their line-break bytes (a `\n` or `\r` always ends a `Character`). A
+    /// line of printable ASCII, nearly every line of a long list, is read as bytes; any other is
     /// read by `Character`s. Reading every line so took 47,000 instructions a line, a twentieth of
     /// all `swoop get -i` did per small file.
     public static func parse(_ text: String) -> [Entry] {
         var entries: [Entry] = []
         var number = 0
-        for rawLine in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+        for rawLine in lines(of: text.utf8) {
             number += 1
-            let entry = rawLine.allSatisfy({ $0 < 0x80 && $0 != UInt8(ascii: "\t") })
+            let entry = rawLine.allSatisfy({ (0x20..<0x80).contains($0) })
                 ? plainEntry(rawLine, number: number) : entry(Substring(rawLine), number: number)
             if let entry { entries.append(entry) }
         }
         return entries
     }
 
-    /// A line of ASCII without TABs: its URL and the name after the first space, if any; `nil` for
+    /// The lines of `text`, each without its break: LF, CRLF or a lone CR.
+    static func lines(of text: String.UTF8View) -> [Substring.UTF8View] {
+        var lines: [Substring.UTF8View] = []
+        var start = text.startIndex
+        var index = start
+        while index != text.endIndex {
+            let byte = text[index]
+            guard byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") else {
+                index = text.index(after: index)
+                continue
+            }
+            lines.append(text[start..<index])
+            index = text.index(after: index)
+            if byte == UInt8(ascii: "\r"), index != text.endIndex, text[index] == UInt8(ascii: "\n") {
+                index = text.index(after: index)
+            }
+            start = index
+        }
+        lines.append(text[start..<text.endIndex])
+        return lines
+    }
+
+    /// A line of printable ASCII: its URL and the name after the first space, if any; `nil` for
     /// a blank line or a comment.
     private static func plainEntry(_ rawLine: Substring.UTF8View, number: Int) -> Entry? {
         let line = rawLine.trimmingBlanks()
@@ -95,7 +122,7 @@ public enum URLList {
         guard !line.isEmpty, !line.hasPrefix("#") else { return nil }
         if let mirrored = mirrorsEntry(line, number: number) {
             return mirrored
-        } else if let gap = line.firstIndex(where: { $0 == " " || $0 == "\t" }) {
+        } else if let gap = line.firstIndex(where: \.isGap) {
             let name = line[gap...].trimmingWhitespace()
             return Entry(url: String(line[..<gap]), fileName: name.isEmpty ? nil : String(name), line: number)
         } else {
@@ -115,7 +142,7 @@ public enum URLList {
                 name = fields[index...].joined(separator: " ")
                 break
             }
-            if let gap = field.firstIndex(where: { $0 == " " }) {
+            if let gap = field.firstIndex(where: \.isGap) {
                 urls.append(String(field[..<gap]))
                 let after = ([field[gap...].trimmingWhitespace()] + fields[(index + 1)...]).filter { !$0.isEmpty }.joined(separator: " ")
                 name = after.isEmpty ? nil : after
@@ -130,10 +157,10 @@ public enum URLList {
 }
 
 extension Substring.UTF8View {
-    /// Without the spaces and carriage returns at either end (a line of ASCII without TABs: the
-    /// blanks ``Substring/trimmingWhitespace()`` trims there).
+    /// Without the spaces at either end (in a line of printable ASCII, the only blanks
+    /// ``Substring/trimmingWhitespace()`` would trim).
     fileprivate func trimmingBlanks() -> Substring.UTF8View {
-        let isBlank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") }
+        let isBlank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") }
         guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else {
             return self[endIndex...]
         }
@@ -141,9 +168,18 @@ extension Substring.UTF8View {
     }
 }
 
+extension Character {
+    /// A space between a URL and a name: a character of one scalar that Unicode calls white space
+    /// (a space, a TAB, a non-breaking or an ideographic space). A space with a combining mark on it
+    /// is a character of the name, not a gap.
+    fileprivate var isGap: Bool {
+        unicodeScalars.count == 1 && unicodeScalars.first?.properties.isWhitespace == true
+    }
+}
+
 extension Substring {
     fileprivate func trimmingWhitespace() -> Substring {
-        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\u{FEFF}" }
+        let isBlank: (Character) -> Bool = { $0.isGap || $0 == "\u{FEFF}" }
         guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else {
             return self[endIndex...]
         }
