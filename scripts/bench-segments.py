@@ -9,7 +9,9 @@ A private nginx on 127.0.0.1 serves one random file with `limit_rate 20m` per co
 and 8 connections it times Swoop (`-x N`), `aria2c -x N -s N` and `axel -n N` (each output checked
 by sha-256), then kills each tool with SIGKILL halfway through an 8-connection download (curl: one
 connection, resumed with `curl -C -`), runs it again, and counts from nginx's access log the body bytes the server sent in all, minus the file's
-size: what was fetched twice. Prints Markdown tables on stdout; progress on stderr.
+size: what was fetched twice (--crash-runs times each, 3 unless set: one run says little, the bytes in
+flight at the kill vary). The uninterrupted runs report the same count: bytes a split made the server
+send twice. Prints Markdown tables on stdout; progress on stderr.
 
 Beside each tool's rate, the rate nginx served each of its requests at (body bytes over nginx's
 `$request_time`, the median request of the median run): `limit_rate` is not exact (one loaded day it
@@ -127,7 +129,7 @@ def measure(tool, connections, url, name, work, expected, log):
         sys.exit(f"bench-segments: {tool} -x {connections}: sha-256 {got} differs from the source's {expected}")
     _, user, system, rss = open(os.path.join(work, "time.txt")).read().split()
     time.sleep(0.2)  # nginx writes the log line when the response ends
-    return wall, float(user) + float(system), int(rss) / 1024, request_rate(log)
+    return wall, float(user) + float(system), int(rss) / 1024, request_rate(log), sent_bytes(log) - os.path.getsize(os.path.join(out_dir, name))
 
 
 def crash(tool, connections, url, name, work, log, size, expected):
@@ -165,6 +167,7 @@ def main():
     parser.add_argument("--rate", default="20m")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--connections", default="1,4,8")
+    parser.add_argument("--crash-runs", type=int, default=3, help="SIGKILL runs per tool (3)")
     parser.add_argument("--work")
     args = parser.parse_args()
     benchlib.prepare_binaries(args.swoop, "aria2c", "axel", "curl")
@@ -190,33 +193,38 @@ def main():
                 cpu = statistics.median(r[1] for r in results)
                 rss = statistics.median(r[2] for r in results)
                 served = results[len(results) // 2][3]
-                say(f"{tool} x{connections}: {wall:.2f} s, {size / 1e6 / wall:.0f} MB/s, nginx served each request at {served:.1f} MiB/s")
-                rows.append((connections, tool, wall, size / 1e6 / wall, cpu, rss, served))
+                extra = statistics.median(r[4] for r in results)
+                say(f"{tool} x{connections}: {wall:.2f} s, {size / 1e6 / wall:.0f} MB/s, nginx served each request at {served:.1f} MiB/s, {extra:.0f} bytes beyond the file")
+                rows.append((connections, tool, wall, size / 1e6 / wall, cpu, rss, served, extra))
         crashes = []
         for tool, connections in [("swoop", 8), ("aria2c", 8), ("axel", 8), ("curl", 1)]:
-            resent, exact = crash(tool, connections, url, name, work, log, size, expected)
-            say(f"{tool} crash x{connections}: {resent} bytes sent twice, byte-exact {exact}")
-            crashes.append((tool, connections, resent, exact))
+            runs = []
+            for _ in range(max(1, args.crash_runs)):
+                resent, exact = crash(tool, connections, url, name, work, log, size, expected)
+                say(f"{tool} crash x{connections}: {resent} bytes sent twice, byte-exact {exact}")
+                runs.append((resent, exact))
+            crashes.append((tool, connections, [r for r, _ in runs], all(e for _, e in runs)))
     finally:
         benchlib.stop_nginx(nginx)
 
     print(f"### {size >> 20} MiB from nginx with `limit_rate {args.rate}` per connection ({args.runs} run(s), median)")
     print()
-    print("| connections | tool | wall s | MB/s | vs 8×20 MB/s target | nginx's rate per request MiB/s | vs aria2c | vs axel | CPU s | CPU s/GiB | peak RSS MiB |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for connections, tool, wall, mbps, cpu, rss, served in rows:
+    print("| connections | tool | wall s | MB/s | vs 8×20 MB/s target | nginx's rate per request MiB/s | vs aria2c | vs axel | CPU s | CPU s/GiB | peak RSS MiB | bytes sent beyond the file |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for connections, tool, wall, mbps, cpu, rss, served, extra in rows:
         aria = next(r for r in rows if r[0] == connections and r[1] == "aria2c")
         axel = next(r for r in rows if r[0] == connections and r[1] == "axel")
         target = mbps / (0.9 * connections * 20 * 1.048576)
         print(f"| {connections} | {tool} | {wall:.2f} | {mbps:.1f} | {target:.2f} | {served:.1f} | {mbps / aria[3]:.2f} | {mbps / axel[3]:.2f} | {cpu:.2f} | "
-              f"{cpu / (size / (1 << 30)):.2f} | {rss:.1f} |")
+              f"{cpu / (size / (1 << 30)):.2f} | {rss:.1f} | {extra:.0f} |")
     print()
-    print("SIGKILL halfway through the download, then the same command again (curl: `curl -C -`, one connection):")
+    print(f"SIGKILL halfway through the download, then the same command again (curl: `curl -C -`, one connection), {args.crash_runs} time(s) each:")
     print()
-    print("| tool | connections | bytes sent twice | MiB per connection | byte-exact |")
-    print("| --- | ---: | ---: | ---: | --- |")
+    print("| tool | connections | bytes sent twice (each run) | MiB per connection (median) | MiB per connection (most) | byte-exact |")
+    print("| --- | ---: | --- | ---: | ---: | --- |")
     for tool, connections, resent, exact in crashes:
-        print(f"| {tool} | {connections} | {resent} | {resent / connections / (1 << 20):.2f} | {'yes' if exact else 'NO'} |")
+        per = [r / connections / (1 << 20) for r in resent]
+        print(f"| {tool} | {connections} | {', '.join(str(r) for r in resent)} | {statistics.median(per):.2f} | {max(per):.2f} | {'yes' if exact else 'NO'} |")
     print()
     print("(vs 8×20 MB/s target: MB/s ÷ (0.9 × connections × 20 MiB/s); nginx's `20m` is 20 MiB/s. The target is ≥ 1.00 at 8 connections.)")
 
