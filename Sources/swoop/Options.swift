@@ -134,7 +134,8 @@ struct TransferOptions: ParsableArguments {
             throw ValidationError("--max-per-host must be between 1 and 10000")
         }
         if let retries, !(0...1000).contains(retries) { throw ValidationError("--retries must be between 0 and 1000") }
-        if let connections, !(1...64).contains(connections) { throw ValidationError("-x/--connections must be between 1 and 64") }
+        let limit = Configuration.Segments.connectionLimit
+        if let connections, !(1...limit).contains(connections) { throw ValidationError("-x/--connections must be between 1 and \(limit)") }
         if let minSplitSize {
             guard let bytes = ByteFormatting.parseSize(minSplitSize), bytes >= 1 << 10 else {
                 throw ValidationError("--min-split-size must be a size of at least 1K, like 1M or 20M (got '\(minSplitSize)')")

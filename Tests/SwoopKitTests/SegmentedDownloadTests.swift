@@ -58,6 +58,20 @@ struct SegmentedDownloadTests {
         #expect(f.files() == ["s.bin"])
     }
 
+    /// `-x 12` opens 12 connections to one host: the HTTP client's pool (8 a host by default) held
+    /// the other segments' requests back while the progress line said ×12.
+    @Test func moreConnectionsThanThePoolsDefaultAllRunAtOnce() async throws {
+        let f = try await Self.fixture(connections: 12, minSplit: 64 << 10)
+        defer { f.stop() }
+        let body = f.serve("/wide.bin", size: 3 << 20)
+        // 256 KiB a connection at 256 KiB/s: they run side by side for about a second.
+        f.server.setDefault("/wide.bin", .throttle(bytesPerSecond: 256 << 10))
+        let (result, _) = await f.download(try f.request("/wide.bin"))
+        _ = try result.get()
+        #expect(sha256(file: f.path("wide.bin")) == sha256(body))
+        #expect(f.server.maxConcurrentResponses >= 11, "at most \(f.server.maxConcurrentResponses) responses at once")
+    }
+
     /// A download's rate limit holds for all its connections together.
     @Test func theRateLimitCoversEveryConnection() async throws {
         var f = try await Self.fixture(connections: 4, minSplit: 256 << 10)

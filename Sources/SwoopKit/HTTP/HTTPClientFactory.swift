@@ -39,9 +39,12 @@ enum HTTPClientFactory {
         if InstrumentationSystem.tracer is NoOpTracer { config.tracing.tracer = nil }
         // A TLS failure would otherwise be retried silently until the connect timeout.
         config.connectionPool.retryConnectionEstablishment = false
-        // One connection per running download from a host, with room for the queue's per-host limit.
+        // Room for every connection the queue may open to one host: each running download from it
+        // with as many connections as a download may have (any download may ask for more than the
+        // default `-x`). The pool's own default, 8, held `-x 16` to 8 connections, the other
+        // segments' requests queued behind them while the progress line said ×16.
         config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
-            8, configuration.queue.maxPerHost ?? configuration.queue.maxConcurrentDownloads
+            8, (configuration.queue.maxPerHost ?? configuration.queue.maxConcurrentDownloads) * Configuration.Segments.connectionLimit
         )
         let readSize = readSize ?? configuration.receiveBufferSize
         config.http1_1ConnectionDebugInitializer = { channel in

@@ -92,6 +92,8 @@ public struct Configuration: Sendable {
         /// No segment is smaller than this: a file under twice this size keeps one connection, and a
         /// connection takes over half of another's range only when that half is at least this big.
         public var minSplitSize: Int = 8 << 20
+        /// The most connections one file may have (`-x` and aria2's `split` go up to it).
+        public static let connectionLimit = 64
         public init() {}
     }
 

@@ -86,7 +86,10 @@ public struct DownloadSettings: Sendable, Codable, Hashable {
         func check(_ ok: Bool, _ message: @autoclosure () -> String) throws {
             if !ok { throw SwoopError(.invalidArgument, message()) }
         }
-        if let maxConnections { try check((1...64).contains(maxConnections), "connections must be between 1 and 64 (got \(maxConnections))") }
+        if let maxConnections {
+            let limit = Configuration.Segments.connectionLimit
+            try check((1...limit).contains(maxConnections), "connections must be between 1 and \(limit) (got \(maxConnections))")
+        }
         if let minSplitSize { try check(minSplitSize >= 1 << 10, "the smallest segment must be at least 1 KiB (got \(minSplitSize) bytes)") }
         if let bytesPerSecond { try check(bytesPerSecond >= 0, "a rate limit must be 0 (none) or more (got \(bytesPerSecond))") }
         if let maxRetries { try check((0...1000).contains(maxRetries), "retries must be between 0 and 1000 (got \(maxRetries))") }
