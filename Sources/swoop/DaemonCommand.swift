@@ -138,7 +138,7 @@ struct DaemonCommand: AsyncParsableCommand {
             throw error.exit(on: console)
         } catch let error as DaemonError {
             console.error(error.message)
-            throw ExitCode(ExitStatus.usage)
+            throw ExitCode(error.isInUse ? ExitStatus.inUse : ExitStatus.usage)
         }
         let stateDirectory = global.stateDirectory
         defer { withExtendedLifetime(lock) {} }

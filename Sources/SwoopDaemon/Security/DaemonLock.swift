@@ -19,7 +19,7 @@ public final class DaemonLock: Sendable {
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
             let running = DaemonAddress.read(in: stateDirectory).map { " (pid \($0.pid), \($0.url))" } ?? ""
-            throw DaemonError("a swoop daemon already runs on \(stateDirectory)\(running): stop it first, or give another --state-dir")
+            throw DaemonError("a swoop daemon already runs on \(stateDirectory)\(running): stop it first, or give another --state-dir", isInUse: true)
         }
         return DaemonLock(fd: fd)
     }

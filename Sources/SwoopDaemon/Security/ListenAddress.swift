@@ -52,6 +52,11 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
 /// An error that stops the daemon from starting, or a refused request, in one sentence.
 public struct DaemonError: Error, Sendable, CustomStringConvertible {
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// Another daemon holds what this one needs (its state directory): exit status 7, not 2.
+    public var isInUse: Bool
+    public init(_ message: String, isInUse: Bool = false) {
+        self.message = message
+        self.isInUse = isInUse
+    }
     public var description: String { message }
 }
