@@ -206,6 +206,10 @@ struct GetCommandTests: CLISuite {
         let onAFile = try await SwoopBinary.run(["get", "--state-dir", state, "-d", out + "/file", server.url("/a.bin")], in: root)
         #expect(onAFile.status == 3)
         #expect(onAFile.stderrLines == ["swoop: error: cannot use directory \(out)/file: it is not a directory"])
+        // The directory of `-o` says it alike (it was "not a directory" there).
+        let underAFile = try await SwoopBinary.run(["get", "--state-dir", state, "-o", out + "/file/x.bin", server.url("/a.bin")], in: root)
+        #expect(underAFile.status == 3)
+        #expect(underAFile.stderrLines == ["swoop: error: cannot use directory \(out)/file: it is not a directory"])
 
         // /proc takes no new directories: mkdir fails, and the message says creating it failed.
         let uncreatable = try await SwoopBinary.run(["get", "--state-dir", state, "-d", "/proc/swoop-x/y", server.url("/a.bin")], in: root)

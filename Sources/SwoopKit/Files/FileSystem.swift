@@ -43,7 +43,7 @@ package enum FileSystem {
             throw SwoopError.fileSystem("use directory", path: path, errno: errno)
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw SwoopError(.fileSystem, "cannot use directory \(path): not a directory")
+            throw SwoopError(.fileSystem, "cannot use directory \(path): it is not a directory")
         }
         guard access(path, W_OK | X_OK) == 0 else {
             throw SwoopError.fileSystem("write to directory", path: path, errno: errno)
