@@ -174,7 +174,8 @@ extension Aria2RPC {
             "max-connection-per-server": .decimal(configuration.segments.maxConnections),
             "min-split-size": .decimal(configuration.segments.minSplitSize),
             "max-tries": .decimal(configuration.retry.maxRetries + 1),
-            "retry-wait": .decimal(Int(configuration.retry.baseDelay.components.seconds)),
+            // aria2 counts whole seconds, 0 being no wait: a wait under one second is 1, not 0.
+            "retry-wait": .decimal(configuration.retry.baseDelay > .zero ? max(1, Aria2Status.whole(configuration.retry.baseDelay.seconds)) : 0),
             "timeout": .decimal(Int(configuration.timeouts.idle.components.seconds)),
             "connect-timeout": .decimal(Int(configuration.timeouts.connect.components.seconds)),
         ]

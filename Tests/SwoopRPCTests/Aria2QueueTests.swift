@@ -111,6 +111,8 @@ struct Aria2QueueTests {
         #expect(global["max-overall-download-limit"] == "10485760")
         #expect(global["max-download-limit"] == "0")
         #expect(global["dir"]?.string == fixture.root)
+        // The fixture's 10 ms retry wait, in aria2's whole seconds: 1, not 0 (which means no wait).
+        #expect(global["retry-wait"] == "1")
         #expect(await fixture.call("aria2.changeGlobalOption", ["dir": "/tmp"]).errorMessage?.hasPrefix("dir cannot be changed while the daemon runs") == true)
         #expect(await fixture.call("aria2.changeGlobalOption", ["max-concurrent-downloads": "0"]).errorMessage == "max-concurrent-downloads: '0' is not a number from 1 to 1000")
     }
