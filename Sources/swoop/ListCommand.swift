@@ -11,7 +11,10 @@ struct ListCommand: AsyncParsableCommand {
         abstract: "List the downloads Swoop knows (works while another swoop is downloading)."
     )
 
-    @Option(help: ArgumentHelp("Only downloads in these states (comma-separated).", valueName: "states"))
+    @Option(help: ArgumentHelp(
+        "Only downloads in these states (comma-separated): \(Download.State.allCases.map(\.rawValue).joined(separator: ", ")).",
+        valueName: "states"
+    ))
     var state: String?
 
     @Flag(help: "List the part files (*.swoop) in the download directories that no download owns instead.")

@@ -242,6 +242,11 @@ struct GetCommandTests: CLISuite {
             #expect(help.status == 0, "\(arguments)")
             #expect(help.stdout.contains("USAGE: swoop get [<options>] [<urls> ...]"), "\(arguments)")
         }
+        // `ls --help` names the states --state takes.
+        let ls = try await SwoopBinary.run(["ls", "--help"], in: self.root)
+        #expect(ls.status == 0)
+        #expect(ls.stdout.replacingOccurrences(of: "\n", with: " ").split(separator: " ").joined(separator: " ")
+            .contains("(comma-separated): waiting, active, paused, interrupted, completed, failed, removed."), "\(ls.stdout)")
         let bare = try await SwoopBinary.run([], in: self.root)
         #expect(bare.status == 2)
         #expect(bare.stderrLines == [
