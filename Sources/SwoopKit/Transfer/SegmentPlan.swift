@@ -69,9 +69,9 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
 
     /// Splits the busy segment that would give the most, handing its end to a new segment: half of
     /// what is left beyond what its connection has reserved (`reservedUpTo[start]`), but never the
-    /// `keeps[start]` bytes just beyond it, the ones its connection will have before a new request
-    /// could deliver them (the server sent them already, or will within a round trip). A split
-    /// inside those bytes has the server send them twice. Returns the new segment, `nil` when no
+    /// `keeps[start]` bytes just beyond it, the ones its connection will have about as soon as a new
+    /// request could deliver them (the server has sent them already, or soon will: ``SegmentPace``).
+    /// A split inside those bytes has the server send them twice. Returns the new segment, `nil` when no
     /// segment gives at least `minSplitSize`.
     public mutating func steal(busy: Set<Int>, reservedUpTo: [Int: Int], keeps: [Int: Int] = [:], minSplitSize: Int) -> Segment? {
         var best: (index: Int, split: Int, taken: Int)?
