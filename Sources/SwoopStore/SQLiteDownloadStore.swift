@@ -141,7 +141,7 @@ public final class SQLiteDownloadStore: DownloadStore {
                         }
                         // The row is there and changed: no insert, no update.
                         if db.changesCount == 0 {
-                            throw SwoopError.keyTaken(SwoopError(.store, "download \(record.id) was changed meanwhile"))
+                            throw SwoopError.changedMeanwhile(record.id)
                         }
                     }
                     return .commit

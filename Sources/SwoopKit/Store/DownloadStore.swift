@@ -153,9 +153,10 @@ extension DownloadStore {
     }
 
     public func save(contentsOf records: [DownloadRecord], expecting: [Download.ID: DownloadRecord.Version]) throws {
+        // A record gone meanwhile is inserted again, as the stores' own batches do.
         for record in records {
-            if let version = expecting[record.id], try self.record(id: record.id).map(\.version) != version {
-                throw SwoopError.keyTaken(SwoopError(.store, "download \(record.id) was changed meanwhile"))
+            if let version = expecting[record.id], let current = try self.record(id: record.id), current.version != version {
+                throw SwoopError.changedMeanwhile(record.id)
             }
         }
         for record in records { try save(record) }
@@ -198,6 +199,12 @@ extension SwoopError {
     /// directory, requested name) since the batch was read. Retryable: read again, reuse it.
     public static func keyTaken(_ cause: SwoopError) -> SwoopError {
         SwoopError(.store, "another swoop process added some of these downloads meanwhile: \(cause.message)", cause: cause, isRetryable: true)
+    }
+
+    /// A batch refused: `id`, read for it, was changed by another process since (its
+    /// ``DownloadRecord/Version``). Retryable as ``keyTaken(_:)``.
+    public static func changedMeanwhile(_ id: Download.ID) -> SwoopError {
+        keyTaken(SwoopError(.store, "download \(id) was changed meanwhile"))
     }
 
     /// A claim refused: `owner`, another unfinished download, names `record`'s file.

@@ -82,7 +82,7 @@ public final class InMemoryDownloadStore: DownloadStore {
         try self.records.withLockedValue { stored in
             for record in records {
                 if let version = expecting[record.id], let current = stored[record.id], current.version != version {
-                    throw SwoopError.keyTaken(SwoopError(.store, "download \(record.id) was changed meanwhile"))
+                    throw SwoopError.changedMeanwhile(record.id)
                 }
             }
             for record in records { stored[record.id] = record }
