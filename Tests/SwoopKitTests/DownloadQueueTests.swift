@@ -173,26 +173,26 @@ struct DownloadQueueTests {
         #expect(queue.isIdle && queue.finishingIDs.isEmpty)
     }
 
-    /// No more downloads are being finished with their slots given up than four times the limit:
-    /// with them, at most five times the limit are under way.
-    @Test func atMostFourTimesTheLimitGiveTheirSlotsUpAtOnce() {
+    /// No more downloads are being finished with their slots given up than eight times the limit:
+    /// with them, at most nine times the limit are under way.
+    @Test func atMostEightTimesTheLimitGiveTheirSlotsUpAtOnce() {
         var queue = DownloadQueue(limits: .init(maxConcurrent: 1, maxPerHost: nil))
-        #expect(queue.limits.maxFinishing == 4)
-        queue.enqueue((0..<8).map { Self.entry("d\($0)", position: $0) })
-        for index in 0..<4 {
+        #expect(queue.limits.maxFinishing == 8)
+        queue.enqueue((0..<12).map { Self.entry("d\($0)", position: $0) })
+        for index in 0..<8 {
             #expect(Self.ids(queue.nextStarts()) == ["d\(index)"])
             let freed = queue.finishing(Download.ID("d\(index)"))
             #expect(freed)
         }
-        #expect(Self.ids(queue.nextStarts()) == ["d4"])
-        let fifth = queue.finishing(Download.ID("d4"))
-        #expect(!fifth, "four are being finished already")
+        #expect(Self.ids(queue.nextStarts()) == ["d8"])
+        let ninth = queue.finishing(Download.ID("d8"))
+        #expect(!ninth, "eight are being finished already")
         #expect(queue.nextStarts().isEmpty)
-        #expect(queue.active.count == 5 && queue.occupied == 1)
+        #expect(queue.active.count == 9 && queue.occupied == 1)
         queue.finished(Download.ID("d0"))
-        let now = queue.finishing(Download.ID("d4"))
+        let now = queue.finishing(Download.ID("d8"))
         #expect(now)
-        #expect(Self.ids(queue.nextStarts()) == ["d5"])
+        #expect(Self.ids(queue.nextStarts()) == ["d9"])
     }
 
     /// The queue against a plain model of its rule (the waiting entries sorted, the first that fit

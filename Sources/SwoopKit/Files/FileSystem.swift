@@ -120,6 +120,53 @@ package enum FileSystem {
         throw SwoopError(code == ENOSPC || code == EDQUOT ? .diskFull : .fileSystem, message + reason)
     }
 
+    /// Writes every file of the file system holding the open file `fd` to disk, data and metadata,
+    /// and flushes the disk's cache (`syncfs`). Returns `nil` or the `errno` of a failure: an error
+    /// writing any file of that file system since `fd` was opened (Linux 5.8 on; the files' own
+    /// errors are each file's to report, ``PartFile/confirmFlushed(upTo:)``).
+    static func syncFileSystem(holding fd: Int32) -> Int32? {
+        guard let syncfs = syncfsFunction else { return ENOSYS }
+        return syncfs(fd) == 0 ? nil : errno
+    }
+
+    /// glibc's `syncfs`, which the Glibc module does not export (it needs `_GNU_SOURCE`).
+    private static let syncfsFunction = CFunctions.lookUp("syncfs", as: (@convention(c) (Int32) -> Int32).self)
+
+    /// The device of the file system holding the open file `fd`, or `nil` when `fstat` fails.
+    static func device(of fd: Int32) -> UInt64? {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? UInt64(info.st_dev) : nil
+    }
+
+    /// The type of the file system holding the open file `fd` (`statfs`'s `f_type`, its magic
+    /// number), or `nil` when `fstatfs` fails.
+    static func type(of fd: Int32) -> Int? {
+        guard let fstatfs = fstatfsFunction else { return nil }
+        // `struct statfs` begins with `f_type`, a C `long` (Swift's `Int`) on Linux; 512 bytes
+        // hold the whole struct (120 on x86-64).
+        return withUnsafeTemporaryAllocation(byteCount: 512, alignment: MemoryLayout<Int>.alignment) { buffer in
+            fstatfs(fd, buffer.baseAddress!) == 0 ? buffer.load(as: Int.self) : nil
+        }
+    }
+
+    /// glibc's `fstatfs`, which the Glibc module does not export (`sys/vfs.h`).
+    private static let fstatfsFunction = CFunctions.lookUp(
+        "fstatfs", as: (@convention(c) (Int32, UnsafeMutableRawPointer) -> Int32).self
+    )
+
+    /// What the machine has waiting to be written to its disks and being written, in bytes
+    /// (``GroupFlush/dirtyBytes(meminfo:)``), or `nil` when `/proc/meminfo` cannot tell.
+    static func dirtyBytesOnMachine() -> Int? {
+        let fd = Glibc.open("/proc/meminfo", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { _ = Glibc.close(fd) }
+        // The whole file (about 1.5 KiB; the two lines come in its first half) in one read.
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return GroupFlush.dirtyBytes(meminfo: buffer[..<count])
+    }
+
     /// Makes the names created or renamed in the directory `path` durable. Returns whether the
     /// `fsync` succeeded.
     @discardableResult

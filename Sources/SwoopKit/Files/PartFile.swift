@@ -238,6 +238,23 @@ final class PartFile: Sendable {
         sync.withLockedValue { $0.synced = max($0.synced, offset) }
     }
 
+    /// Confirms that the file's bytes reached the disk through a flush of its whole file system
+    /// (``FileSystem/syncFileSystem(holding:)``) made after they were written, and records `offset`
+    /// as synced: waits for any writeback of the file still running and reports the file's own
+    /// write errors since it was opened (`sync_file_range` with both waits reports them as `fsync`
+    /// does), without a journal commit or cache flush of its own.
+    func confirmFlushed(upTo offset: Int) throws {
+        syncQueue.sync {}
+        if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
+        if let injected = FlushFaults.failure(path: path, metadata: true) {
+            throw SwoopError.fileSystem("flush", path: path, errno: injected)
+        }
+        let waitWriteWait: UInt32 = 1 | 2 | 4  // SYNC_FILE_RANGE_WAIT_BEFORE | WRITE | WAIT_AFTER
+        guard let syncFileRange = Self.syncFileRange else { return try syncNow(upTo: offset, metadata: true) }
+        if syncFileRange(fd, 0, 0, waitWriteWait) != 0 { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+        sync.withLockedValue { $0.synced = max($0.synced, offset) }
+    }
+
     /// Starts an `fdatasync` on a background queue unless one is running; when it finishes,
     /// ``syncedBytes`` becomes `offset`. The caller keeps writing meanwhile.
     func syncInBackground(upTo offset: Int) {

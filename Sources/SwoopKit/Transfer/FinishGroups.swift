@@ -1,39 +1,39 @@
 import NIOConcurrencyHelpers
 
 /// Finishes downloads in groups: the downloads that come to their end while a group is being
-/// finished form the next one. A group's files are all handed to the disk's write-back first, so
-/// that their `fsync`s that follow share the file system's journal commits; then one transaction
-/// records them completed and one flush of the store's log makes it durable; then each file is
-/// renamed. With thousands of small files the flushes and commits, not the bytes, were the cost of
-/// each file. (A checksum is verified before a download joins a group: hashing a large file would
-/// hold up the others.)
+/// finished form the next one (``DiskBatches``). A group's files reach the disk together, by one
+/// `syncfs` of their file system when little else waits to be written there, else each by its
+/// own `fsync` after all were handed to the disk's write-back, so that the `fsync`s share the
+/// journal's commits (``GroupFlush``); then one transaction records them completed and one flush
+/// of the store's log makes it durable; then each file is renamed. With thousands of small files
+/// the flushes and commits, not the bytes, were the cost of each file. (A checksum is verified
+/// before a download joins a group: hashing a large file would hold up the others.)
 ///
-/// The order within each download is the one ``Transfer`` keeps alone: its bytes flushed (its own
-/// `fsync`, which reports that file's errors), then its record stored
-/// completed, durably, then the rename. So a file never has its final name before its bytes and its
-/// record are on disk, and a crash at any point leaves what a crash left before (a completed record
-/// beside its part file is renamed by the next run).
+/// The order within each download is the one ``Transfer`` keeps alone: its bytes flushed, then
+/// its record stored completed, durably, then the rename. So a file never has its final name before
+/// its bytes and its record are on disk, and a crash at any point leaves what a crash left before
+/// (a completed record beside its part file is renamed by the next run). A download that fails a
+/// step fails alone, its record as before the finish.
 ///
 /// One group at a time, on a ``DiskWork`` thread, taken as soon as the previous one is done: a
-/// download finishing while no group is being finished is a group of one. A group's files are
-/// flushed by up to ``flushHelpers`` more disk threads beside that one when the first took long
-/// enough to be worth it (``DiskWork/forEach(_:helpers:whenSlowerThan:_:)``).
+/// download finishing while no group is being finished is a group of one. (Flushing the next group
+/// while the last one is recorded was tried: the store's flush then waited for the file system's,
+/// and 2,000 small files onto a fresh ext4 took longer.)
 final class FinishGroups: Sendable {
-    private let store: any DownloadStore
-    private let waiting = NIOLockedValueBox(Waiting())
-
-    /// The most downloads one group finishes.
+    /// The most downloads one group flushes.
     static let maxGroup = 64
 
-    /// The most disk threads that flush a group's files beside the one finishing it, when its first
-    /// file's flush took at least ``slowFlush`` (a disk; on tmpfs a flush is a few microseconds).
+    /// The most disk threads that flush a group's files beside the one finishing it, each file by
+    /// its own `fsync`, when its first file's flush took at least ``slowFlush`` (a disk; on tmpfs a
+    /// flush is a few microseconds).
     static let flushHelpers = 7
     static let slowFlush = Duration.microseconds(100)
 
-    private struct Waiting {
-        var members: [Member] = []
-        /// A disk thread is finishing groups; it takes the members that arrive meanwhile.
-        var draining = false
+    /// What a group asks of the machine (tests replace it): what waits to be written, and the flush
+    /// of a whole file system.
+    struct Machine: Sendable {
+        var dirtyBytes: @Sendable () -> Int? = FileSystem.dirtyBytesOnMachine
+        var syncFileSystem: @Sendable (Int32) -> Int32? = FileSystem.syncFileSystem(holding:)
     }
 
     private struct Member: Sendable {
@@ -41,8 +41,26 @@ final class FinishGroups: Sendable {
         let continuation: CheckedContinuation<Download, any Error>
     }
 
+    /// A member whose file is flushed and whose record is completed in memory, with the record as
+    /// it was before the finish (restored if the store does not take it).
+    private struct Flushed {
+        let member: Member
+        let before: DownloadRecord
+    }
+
+    private let groups: DiskBatches<Member>
+    private let machine: NIOLockedValueBox<Machine>
+    private let confirmedByFileSystem: NIOLockedValueBox<Int>
+
     init(store: any DownloadStore) {
-        self.store = store
+        let machine = NIOLockedValueBox(Machine())
+        let confirmed = NIOLockedValueBox(0)
+        self.groups = DiskBatches(maxBatch: Self.maxGroup) { group in
+            let flushed = Self.flush(group, machine: machine.withLockedValue { $0 }, confirmed: confirmed)
+            if !flushed.isEmpty { Self.record(flushed, in: store) }
+        }
+        self.machine = machine
+        self.confirmedByFileSystem = confirmed
     }
 
     /// Finishes `transfer` with the others finishing now: returns its completed snapshot once its
@@ -50,69 +68,100 @@ final class FinishGroups: Sendable {
     /// Not cancellable, as other disk work: a finish once begun is carried out.
     func finish(_ transfer: Transfer) async throws -> Download {
         try await withCheckedThrowingContinuation { continuation in
-            let startsDraining = waiting.withLockedValue { waiting in
-                waiting.members.append(Member(transfer: Exclusive(value: transfer), continuation: continuation))
-                defer { waiting.draining = true }
-                return !waiting.draining
-            }
-            if startsDraining { DiskWork.submit { self.drain() } }
+            groups.add(Member(transfer: Exclusive(value: transfer), continuation: continuation))
         }
     }
 
     /// How many finishes wait for the group being finished (for tests).
     var waitingCount: Int {
-        waiting.withLockedValue { $0.members.count }
+        groups.waitingCount
     }
 
-    /// Finishes groups until none is waiting.
-    private func drain() {
-        while true {
-            let group = waiting.withLockedValue { waiting in
-                let group = Array(waiting.members.prefix(Self.maxGroup))
-                waiting.members.removeFirst(group.count)
-                if group.isEmpty { waiting.draining = false }
-                return group
-            }
-            guard !group.isEmpty else { return }
-            finish(group)
+    /// How many downloads a flush of their whole file system has flushed (for tests).
+    var fileSystemFlushedCount: Int {
+        confirmedByFileSystem.withLockedValue { $0 }
+    }
+
+    /// Replaces what groups ask of the machine (for tests).
+    func use(_ machine: Machine) {
+        self.machine.withLockedValue { $0 = machine }
+    }
+
+    /// Flushes the group's files and moves their records to completed in memory; returns those
+    /// that are ready to be recorded. Those that are not are resumed with their error here.
+    private static func flush(_ group: [Member], machine: Machine, confirmed: NIOLockedValueBox<Int>) -> [Flushed] {
+        let transfers = group.map(\.transfer.value)
+        let bytes = transfers.reduce(0) { $0 + $1.offset }
+        let byFileSystem: [Bool]
+        // A single file is flushed alone whatever else is dirty: no need to look.
+        let dirty = group.count > 1 ? machine.dirtyBytes() : nil
+        switch GroupFlush.choose(files: group.count, bytes: bytes, dirtyOnMachine: dirty) {
+        case .fileSystem:
+            byFileSystem = flushFileSystems(of: transfers, with: machine.syncFileSystem)
+            confirmed.withLockedValue { $0 += byFileSystem.filter { $0 }.count }
+        case .eachFile:
+            if group.count > 1 { writeBack(transfers) }
+            byFileSystem = Array(repeating: false, count: group.count)
         }
-    }
-
-    private func finish(_ group: [Member]) {
-        if group.count > 1 { writeBack(group) }
-        var results = [Result<Download, any Error>](repeating: .failure(CancellationError()), count: group.count)
-        // Each file flushed and checked, its record moved to completed in memory, several at once:
-        // the disk serves `fsync`s that come together with fewer cache flushes than one by one.
-        let befores = group.map { $0.transfer.value.record }
+        let befores = transfers.map(\.record)
         let failures = NIOLockedValueBox<[Int: any Error]>([:])
-        DiskWork.forEach(group.count, helpers: Self.flushHelpers, whenSlowerThan: Self.slowFlush) { index in
+        let prepare: @Sendable (Int) -> Void = { index in
             do {
-                try group[index].transfer.value.prepareCompletion()
+                try group[index].transfer.value.prepareCompletion(fileSystemFlushed: byFileSystem[index])
             } catch {
                 failures.withLockedValue { $0[index] = error }
             }
         }
-        // Flushed and verified, moved to completed in memory: (member, record before the finish).
-        var prepared: [(index: Int, before: DownloadRecord)] = []
+        if byFileSystem.allSatisfy({ $0 }) {
+            // Nothing left to wait for: a look at each file's errors and size.
+            for index in group.indices { prepare(index) }
+        } else {
+            // Each file flushed and checked, several at once: the disk serves `fsync`s that come
+            // together with fewer cache flushes than one by one.
+            DiskWork.forEach(group.count, helpers: flushHelpers, whenSlowerThan: slowFlush, prepare)
+        }
         let failed = failures.withLockedValue { $0 }
-        for index in group.indices {
+        var flushed: [Flushed] = []
+        for (index, member) in group.enumerated() {
             if let error = failed[index] {
-                results[index] = .failure(error)
+                member.continuation.resume(throwing: error)
             } else {
-                prepared.append((index, befores[index]))
+                flushed.append(Flushed(member: member, before: befores[index]))
             }
         }
-        // A download whose claim waited (`Transfer.claimPending`) claims its file in this transaction.
-        let members = prepared.map { group[$0.index].transfer.value }
-        let claiming = Set(members.filter(\.claimPending).map(\.record.id))
-        var stored = prepared.isEmpty ? [] : store.update(contentsOf: members.map(\.record), claiming: claiming, durable: true)
-        if stored.count != prepared.count {
-            // A store that answers for fewer records than it was given: none of them is known stored.
-            stored = prepared.map { _ in .failure(SwoopError(.store, "the store did not record the group's downloads (\(stored.count) answers for \(prepared.count))")) }
+        return flushed
+    }
+
+    /// Flushes the file systems the transfers' part files are on, each once; returns for each
+    /// transfer whether its file system's flush covered it. Not covered, its file is flushed by its
+    /// own `fsync`: on a file system whose `syncfs` does not make its files durable
+    /// (``GroupFlush/coversItsFiles(fileSystemType:)``), or when the `syncfs` failed (the file's
+    /// `fsync` then names what failed).
+    private static func flushFileSystems(of transfers: [Transfer], with syncFileSystem: (Int32) -> Int32?) -> [Bool] {
+        var flushedDevices: [UInt64: Bool] = [:]
+        return transfers.map { transfer in
+            guard let part = transfer.part, let device = FileSystem.device(of: part.fd) else { return false }
+            if let flushed = flushedDevices[device] { return flushed }
+            let covers = FileSystem.type(of: part.fd).map(GroupFlush.coversItsFiles(fileSystemType:)) ?? false
+            let flushed = covers && syncFileSystem(part.fd) == nil
+            flushedDevices[device] = flushed
+            return flushed
         }
-        for ((index, before), outcome) in zip(prepared, stored) {
-            let transfer = group[index].transfer.value
-            results[index] = Result {
+    }
+
+    /// Records the flushed downloads completed in one transaction, then renames each file; resumes
+    /// each download with its outcome.
+    private static func record(_ batch: [Flushed], in store: any DownloadStore) {
+        let transfers = batch.map(\.member.transfer.value)
+        // A download whose claim waited (`Transfer.claimPending`) claims its file in this transaction.
+        let claiming = Set(transfers.filter(\.claimPending).map(\.record.id))
+        var stored = store.update(contentsOf: transfers.map(\.record), claiming: claiming, durable: true)
+        if stored.count != batch.count {
+            // A store that answers for fewer records than it was given: none of them is known stored.
+            stored = batch.map { _ in .failure(SwoopError(.store, "the store did not record the group's downloads (\(stored.count) answers for \(batch.count))")) }
+        }
+        for ((flushed, transfer), outcome) in zip(zip(batch, transfers), stored) {
+            let result = Result {
                 do {
                     try outcome.get()
                     transfer.claimPending = false
@@ -121,23 +170,19 @@ final class FinishGroups: Sendable {
                     // Not recorded or not published, so not complete: the record goes back to what
                     // it was (active), the bytes stay in the part file, and the failure that follows
                     // records it.
-                    transfer.record = before
+                    transfer.record = flushed.before
                     throw error
                 }
             }
-        }
-        for (member, result) in zip(group, results) {
-            member.continuation.resume(with: result)
+            flushed.member.continuation.resume(with: result)
         }
     }
 
     /// Starts the write-back of every file of the group (`sync_file_range`) before the first
     /// `fsync` waits: the disk writes them together and one journal commit covers their blocks, so
-    /// the `fsync`s after the first find little left to do. Only the group's own files: a
-    /// `syncfs` would also write back every other download's and process's dirty pages.
-    private func writeBack(_ group: [Member]) {
-        for member in group {
-            let transfer = member.transfer.value
+    /// the `fsync`s after the first find little left to do.
+    private static func writeBack(_ transfers: [Transfer]) {
+        for transfer in transfers {
             transfer.part?.startWriteback(offset: 0, length: transfer.offset)
         }
     }

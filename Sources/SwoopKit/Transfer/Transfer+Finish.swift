@@ -62,12 +62,20 @@ extension Transfer {
     /// the record names it, and a rename redone after a power loss checks it) and moves the record
     /// to completed with the file's size and mtime. The store is written by the group, for all its
     /// downloads at once.
-    func prepareCompletion() throws {
+    ///
+    /// - Parameter fileSystemFlushed: The group flushed the part file's whole file system since its
+    ///   last byte was written (``GroupFlush/fileSystem``): the file only confirms its pages were
+    ///   written without error.
+    func prepareCompletion(fileSystemFlushed: Bool = false) throws {
         guard let part, record.partPath != nil, record.destinationPath != nil else {
             throw SwoopError(.fileSystem, "no part file for \(record.url)")
         }
         try surfaceSyncFailure(part)
-        try part.syncNow(upTo: offset, metadata: true)
+        if fileSystemFlushed {
+            try part.confirmFlushed(upTo: offset)
+        } else {
+            try part.syncNow(upTo: offset, metadata: true)
+        }
         // A rename keeps size and modification time: these are what the final file will show.
         let stat = try part.sizeAndModified()
         if let total = record.totalBytes, stat.size != total {
