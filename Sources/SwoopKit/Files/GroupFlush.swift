@@ -6,7 +6,8 @@
 /// - ``fileSystem``: one `syncfs` of the file system the files are on writes them all, commits the
 ///   journal once and flushes the disk's cache once; each file then confirms that its own pages
 ///   were written without error (``PartFile/confirmFlushed(upTo:)``). 2,000 × 64 KiB onto a fresh
-///   ext4: 1.79 s with each file's `fsync`, 1.43 s with one `syncfs` a group (medians of 5, one run).
+///   ext4 took 0.85 and 0.87 × the wall time of each file's `fsync` (same-run medians of 7, two
+///   runs; with eight times `-j` finishing at once).
 ///
 /// A `syncfs` covers the files only where the file system flushes what its files hold, as their
 /// `fsync` would: the local ones named in ``coversItsFiles(fileSystemType:)``. A FUSE file system
