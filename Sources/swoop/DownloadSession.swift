@@ -93,6 +93,9 @@ struct DownloadSession {
         interruption.onSignal { Task { await group.triggerGracefulShutdown() } }
 
         var status = ExitStatus.success
+        // Whether a download started transferring here: a run that only waited for another swoop
+        // (or was stopped while adding) saved no progress of its own.
+        var startedHere = false
         do {
             let report = try await service.reconciled()
             reportPublished(report.published.count)
@@ -105,7 +108,7 @@ struct DownloadSession {
             if ids.isEmpty {
                 console.notice("nothing to resume" + (try await leftOut(states: bareResume, manager: manager)))
             } else {
-                status = await follow(events, pending: Set(ids), interrupted: { interruption.received != nil })
+                (status, startedHere) = await follow(events, pending: Set(ids), interrupted: { interruption.received != nil })
             }
         } catch let error as SwoopError {
             // A signal during start-up shuts the manager down under `add`: that is no error of its own.
@@ -123,7 +126,8 @@ struct DownloadSession {
         interruption.stop()
         if let signal = interruption.received {
             let how = signal == SIGTERM ? "terminated" : "interrupted"
-            console.notice("\(how); progress saved. Run `\(resumeCommand)` (or the same command) to continue.")
+            let saved = startedHere ? "; progress saved." : " before any download started here."
+            console.notice("\(how)\(saved) Run `\(resumeCommand)` (or the same command) to continue.")
             throw ExitCode(signal == SIGTERM ? ExitStatus.terminated : ExitStatus.interrupted)
         }
         if status != ExitStatus.success { throw ExitCode(status) }
@@ -195,7 +199,9 @@ struct DownloadSession {
 
     /// Prints each download's result as it ends; returns the exit status once all have ended (or
     /// the manager stopped).
-    private func follow(_ events: DownloadEvents, pending: Set<Download.ID>, interrupted: () -> Bool) async -> Int32 {
+    /// Prints each download's result as it ends; returns the exit status, and whether any download
+    /// started transferring in this process.
+    private func follow(_ events: DownloadEvents, pending: Set<Download.ID>, interrupted: () -> Bool) async -> (Int32, startedAny: Bool) {
         var pending = pending
         let total = pending.count
         var done = 0
@@ -205,9 +211,11 @@ struct DownloadSession {
         // When each download first started in this run, and from how many bytes: its result line
         // gives the time it took and the average speed.
         var starts: [Download.ID: (at: ContinuousClock.Instant, bytes: Int)] = [:]
+        var startedAny = false
         for await event in events {
             if case .started(let download) = event, starts[download.id] == nil {
                 starts[download.id] = (.now, download.completedBytes)
+                startedAny = true
             }
             guard event.isTerminal, pending.remove(event.download.id) != nil else { continue }
             let download = event.download
@@ -253,12 +261,12 @@ struct DownloadSession {
                 }
             }
         }
-        if let first = skipped.first ?? failures.first?.error { return ExitStatus.code(for: first) }
+        if let first = skipped.first ?? failures.first?.error { return (ExitStatus.code(for: first), startedAny) }
         if stopped > 0 && global.quiet && !global.json {
             // -q hid each one's line: the exit status is not left to say it alone.
             console.warning("\(stopped) download\(stopped == 1 ? " was" : "s were") paused or removed by another command")
         }
-        return stopped > 0 ? ExitStatus.stopped : ExitStatus.success
+        return (stopped > 0 ? ExitStatus.stopped : ExitStatus.success, startedAny)
     }
 
     /// The closing line's count: `1190 of 1192 downloads complete, 2 failed; 8 lines of the list

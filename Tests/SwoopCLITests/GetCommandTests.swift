@@ -492,6 +492,29 @@ struct GetCommandTests: CLISuite {
         #expect(range?.hasPrefix("bytes=") == true && range != "bytes=0-", "\(String(describing: range))")
     }
 
+    /// Ctrl-C of a second process that only waited for the first says so: it saved no progress of
+    /// its own (it said "progress saved"), and the first goes on.
+    @Test func ctrlCOfAProcessThatOnlyWaitedSaysNothingStartedHere() async throws {
+        defer { stop() }
+        let body = serve("/waited.bin", size: 1_000_000)
+        server.enqueue("/waited.bin", .stallAfter(bytes: 300_000))
+        let first = try start([server.url("/waited.bin")])
+        #expect(await eventually { server.bodyBytesSent(to: "/waited.bin") >= 300_000 })
+        let second = try start([server.url("/waited.bin")])
+        let waiting = "swoop: \(server.url("/waited.bin")) is already being downloaded by another swoop process (pid \(first.pid)): waiting for it"
+        #expect(await eventually { ((try? String(contentsOf: second.err, encoding: .utf8)) ?? "").contains(waiting) })
+        second.signal(SIGINT)
+        let result = await second.wait()
+        #expect(result.status == 130)
+        #expect(result.stderrLines.last == "swoop: interrupted before any download started here. Run `swoop resume --state-dir \(state)` (or the same command) to continue.", "\(result.stderr)")
+        // The first still holds it, and finishes it once its stalled connection is given up.
+        first.signal(SIGINT)
+        #expect(await first.wait().status == 130)
+        let rerun = try await get([server.url("/waited.bin")])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(digest(out + "/waited.bin") == digest(body))
+    }
+
     /// ... and what the first completes, the second reports complete without fetching it again.
     @Test func aSecondProcessReportsWhatTheFirstCompleted() async throws {
         defer { stop() }
