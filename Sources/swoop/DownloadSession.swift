@@ -22,8 +22,9 @@ struct DownloadSession {
 
     /// What to run once the manager is up.
     enum Work {
-        /// Queue these requests (re-adding known ones continues them).
-        case add([DownloadRequest])
+        /// Queue these requests (re-adding known ones continues them); those of an `-i` list with
+        /// their lines.
+        case add([DownloadRequest], origins: ListOrigins = ListOrigins())
         /// Resume these ids, or every unfinished download in `states` when `nil`; the one id from
         /// `url` when given.
         case resume([String]?, states: Set<Download.State>, url: String? = nil)
@@ -101,14 +102,14 @@ struct DownloadSession {
             reportPublished(report.published.count)
             let bareResume: Set<Download.State>? = if case .resume(nil, let states, _) = work { states } else { nil }
             // The requests are the manager's now: a list of thousands of URLs is not kept twice.
-            let ids = try await start(consume work, manager: manager)
+            let (ids, origins) = try await start(consume work, manager: manager)
             if ids.count >= Self.trimAfter { Self.returnFreedMemory() }
             // Resumed downloads get no `added` event: the board counts them waiting until they start.
             display.expect(ids)
             if ids.isEmpty {
                 console.notice("nothing to resume" + (try await leftOut(states: bareResume, manager: manager)))
             } else {
-                (status, startedHere) = await follow(events, pending: Set(ids), interrupted: { interruption.received != nil })
+                (status, startedHere) = await follow(events, pending: Set(ids), origins: origins, interrupted: { interruption.received != nil })
             }
         } catch let error as SwoopError {
             // A signal during start-up shuts the manager down under `add`: that is no error of its own.
@@ -146,15 +147,18 @@ struct DownloadSession {
         return "swoop resume --state-dir " + (plain ? stateDir : "'" + stateDir.replacingOccurrences(of: "'", with: "'\\''") + "'")
     }
 
-    private func start(_ work: Work, manager: DownloadManager) async throws -> [Download.ID] {
+    /// Adds or resumes what `work` names; returns the ids, each once, and the `list.txt:37: ` of
+    /// those from an `-i` list.
+    private func start(_ work: Work, manager: DownloadManager) async throws -> ([Download.ID], origins: [Download.ID: String]) {
         switch work {
-        case .add(let requests):
+        case .add(let requests, let origins):
+            let ids = try await manager.add(contentsOf: requests)
             var seen = Set<Download.ID>()
-            return try await manager.add(contentsOf: requests).filter { seen.insert($0).inserted }
+            return (ids.filter { seen.insert($0).inserted }, origins.prefixes(for: ids))
         case .resume(nil, let states, _):
             // -H given to resume replaces the stored headers of the same name (a fresh token); the
             // settings given replace the stored ones, and are stored.
-            return try await manager.resumeAll(replacingHeaders: try transfer.parsedHeaders(), settings: try transfer.settings(), states: states)
+            return (try await manager.resumeAll(replacingHeaders: try transfer.parsedHeaders(), settings: try transfer.settings(), states: states), [:])
         case .resume(let prefixes?, _, let url):
             let headers = try transfer.parsedHeaders()
             let settings = try transfer.settings()
@@ -168,7 +172,7 @@ struct DownloadSession {
                 try await manager.resume(id, replacingHeaders: headers, settings: settings)
                 ids.append(id)
             }
-            return ids
+            return (ids, [:])
         }
     }
 
@@ -201,7 +205,9 @@ struct DownloadSession {
     /// the manager stopped).
     /// Prints each download's result as it ends; returns the exit status, and whether any download
     /// started transferring in this process.
-    private func follow(_ events: DownloadEvents, pending: Set<Download.ID>, interrupted: () -> Bool) async -> (Int32, startedAny: Bool) {
+    private func follow(
+        _ events: DownloadEvents, pending: Set<Download.ID>, origins: [Download.ID: String], interrupted: () -> Bool
+    ) async -> (Int32, startedAny: Bool) {
         var pending = pending
         let total = pending.count
         var done = 0
@@ -230,7 +236,7 @@ struct DownloadSession {
                 report(download, " is already complete")
             case .failed(_, let error) where error.code != .cancelled:
                 failures.append(Failure(download: download, error: error))
-                if global.json { printJSON(download) } else { console.error(error.userMessage) }
+                if global.json { printJSON(download) } else { console.error((origins[download.id] ?? "") + error.userMessage) }
             case .paused, .removed:
                 // Interrupted by Ctrl-C: the closing notice says how to go on; otherwise `swoop pause`
                 // or `swoop rm` did it, here or in another terminal.
@@ -257,7 +263,8 @@ struct DownloadSession {
                     // Messages name their URL; the few that name a path instead get the URL first.
                     let url = failure.download.url
                     let message = failure.error.userMessage
-                    console.error("  " + (url.isEmpty || message.contains(url) ? message : "\(url): \(message)"))
+                    let origin = origins[failure.download.id] ?? ""
+                    console.error("  " + origin + (url.isEmpty || message.contains(url) ? message : "\(url): \(message)"))
                 }
             }
         }

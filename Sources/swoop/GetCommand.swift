@@ -27,16 +27,19 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         let console = Console(quiet: global.quiet)
         // A bad line of a list is reported and skipped; the rest go on, and the exit status says so.
-        let (requests, badLines) = try request.prepared(transfer: transfer, console: console)
-        if requests.isEmpty, let first = badLines.first { throw ExitCode(ExitStatus.code(for: first)) }
-        if requests.isEmpty {
+        var prepared = try request.prepared(transfer: transfer, console: console)
+        if prepared.requests.isEmpty, let first = prepared.badLines.first { throw ExitCode(ExitStatus.code(for: first)) }
+        if prepared.requests.isEmpty {
             // A list with nothing but comments and blank lines, as wget says.
             throw SwoopError(.invalidArgument, "no URLs found in \(request.inputFile ?? "the input")").exit(on: console)
         }
         if transfer.insecure {
             console.warning("TLS certificate verification is OFF (--insecure): anyone on the path can read and change this download")
         }
-        let session = DownloadSession(global: global, transfer: transfer, console: console, skipped: badLines)
-        try await session.run(.add(consume requests))
+        let session = DownloadSession(global: global, transfer: transfer, console: console, skipped: prepared.badLines)
+        // The requests are the manager's once added: a list of thousands of URLs is not kept twice.
+        let requests = prepared.requests
+        prepared.requests = []
+        try await session.run(.add(consume requests, origins: prepared.origins))
     }
 }

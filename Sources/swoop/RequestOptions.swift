@@ -105,20 +105,33 @@ struct RequestOptions: ParsableArguments {
     ///
     /// - Throws: `ExitCode` after printing an error that stops the command.
     /// - Parameter makeDirectory: Whether to make the directory here (a daemon makes its own).
-    func prepared(transfer: TransferOptions, console: Console, makeDirectory: Bool = true) throws -> ([DownloadRequest], [SwoopError]) {
-        let (requests, badLines): ([DownloadRequest], [SwoopError])
+    func prepared(transfer: TransferOptions, console: Console, makeDirectory: Bool = true) throws -> Prepared {
+        let prepared: Prepared
         do {
-            (requests, badLines) = try self.requests(transfer: transfer, console: console)
+            prepared = try self.requests(transfer: transfer, console: console)
             if makeDirectory { try FileSystem.createDirectories(DownloadRequest.absolute(directory ?? "."), what: "directory", mode: 0o777) }
         } catch let error as SwoopError {
             throw error.exit(on: console)
         }
-        for error in badLines { console.error(error.userMessage) }
-        return (requests, badLines)
+        for error in prepared.badLines { console.error(error.userMessage) }
+        return prepared
+    }
+
+    /// The requests a command line makes, and what went wrong with the lines of its list.
+    struct Prepared {
+        var requests: [DownloadRequest] = []
+        /// The errors of the list's lines that could not be made into a request.
+        var badLines: [SwoopError] = []
+        /// Where in the list each request came from: an error of its download names the line, as a
+        /// bad line's does.
+        var origins = ListOrigins()
+
+        /// For commands that name no line (`swoop add`).
+        var requestsAndBadLines: ([DownloadRequest], [SwoopError]) { (requests, badLines) }
     }
 
     /// The requests, and the errors of the list's lines that could not be made into one.
-    func requests(transfer: TransferOptions, console: Console) throws -> ([DownloadRequest], [SwoopError]) {
+    func requests(transfer: TransferOptions, console: Console) throws -> Prepared {
         let checksum = try checksum.map { try Checksum(parsing: $0) }
         let headers = try transfer.parsedHeaders()
         let settings = try transfer.settings()
@@ -139,6 +152,8 @@ struct RequestOptions: ParsableArguments {
         // Sized once: a list of thousands of URLs is not copied as its array grows.
         var requests: [DownloadRequest] = []
         requests.reserveCapacity(entries.count)
+        var origins = ListOrigins(list: inputFile ?? "-")
+        origins.lines.reserveCapacity(entries.count)
         let outputPath = outputPath(base: base)
         for (entry, checksum) in entries {
             var directory = base
@@ -174,9 +189,10 @@ struct RequestOptions: ParsableArguments {
             }
             request.trustMirrorLength = transfer.trustMirrorLength
             request.refresh = refresh
+            origins.lines.append(entry.line)
             requests.append(request)
         }
-        return (requests, badLines)
+        return Prepared(requests: requests, badLines: badLines, origins: origins)
     }
 
     /// A URL written without a scheme (`example.com/a.iso`) is taken as http, as curl, wget and

@@ -132,12 +132,13 @@ struct ManyDownloadsTests: CLISuite {
             "swoop: error: \(badLine)",
             "swoop: error: \(notURL)",
             "swoop: error: \(badPort)",
-            "swoop: error: HTTP 404 Not Found from \(missing)",
+            // A download of the list that fails names its line too.
+            "swoop: error: \(listFile):6: HTTP 404 Not Found from \(missing)",
             "swoop: error: 1 of 2 downloads complete, 1 failed; 3 lines of the list skipped:",
             "swoop: error:   \(badLine)",
             "swoop: error:   \(notURL)",
             "swoop: error:   \(badPort)",
-            "swoop: error:   HTTP 404 Not Found from \(missing)",
+            "swoop: error:   \(listFile):6: HTTP 404 Not Found from \(missing)",
         ])
         #expect(sha256Hex(file: out + "/f000.bin") == sha256Hex(bodies["f000.bin"]!))
 
