@@ -170,14 +170,14 @@ struct FinishGroupsTests {
     }
 
     /// Records each flush of a whole file system a group asks for: the part files then at their
-    /// full size (the bytes the flush covers), then flushes it for real.
+    /// full size (the bytes the flush covers), then flushes it for real (or fails as told).
     final class FileSystemFlushes: Sendable {
         let covered = NIOLockedValueBox<[Set<String>]>([])
         let result: Int32?
 
         init(result: Int32? = nil) { self.result = result }
 
-        func machine(_ f: ManagerFixture, sizes: [String: Int], dirty: Int? = 0) -> FinishGroups.Machine {
+        func machine(_ f: ManagerFixture, sizes: [String: Int], dirty: Int?) -> FinishGroups.Machine {
             FinishGroups.Machine(
                 dirtyBytes: { dirty },
                 syncFileSystem: { fd in
@@ -189,69 +189,80 @@ struct FinishGroupsTests {
         }
     }
 
-    /// Downloads whose group is recorded, and which part files a file-system flush had covered
-    /// at full size by then.
-    func sizes(_ bodies: [[UInt8]], prefix: String) -> [String: Int] {
-        Dictionary(uniqueKeysWithValues: bodies.enumerated().map { ("\(prefix)\($0.offset).bin", $0.element.count) })
+    /// One run of the six downloads whose groups flush through `flushes`: the first finishes alone
+    /// and its group is held in the store until the five others wait; they are one group.
+    struct FileSystemRun {
+        let bodies: [[UInt8]]
+        let ids: [Download.ID]
+        let gate: Gate
+        let events: ManagerEventLog
+        let finishes: FinishGroups
+
+        init(
+            _ f: ManagerFixture, prefix: String, seedBase: Int, flushes: FileSystemFlushes, dirty: Int? = 0,
+            onGroup: @escaping @Sendable ([DownloadRecord]) -> Void = { _ in }
+        ) async throws {
+            let suite = FinishGroupsTests()
+            bodies = suite.serve(f, prefix: prefix, seedBase: seedBase)
+            let gate = Gate()
+            let store = ObservedStore(onGroup: { records in
+                onGroup(records)
+                gate.observe(records)
+            })
+            let (manager, events, runner) = try suite.start(f, store: store, gate: gate)
+            let sizes = Dictionary(uniqueKeysWithValues: bodies.enumerated().map { ("\(prefix)\($0.offset).bin", $0.element.count) })
+            manager.finishes.use(flushes.machine(f, sizes: sizes, dirty: dirty))
+            let ids = try await manager.add(contentsOf: (0..<FinishGroupsTests.count).map { try f.request("/\(prefix)\($0).bin") })
+            #expect(await events.wait { log in Set(log.filter(\.isTerminal).map(\.download.id)) == Set(ids) })
+            try? await manager.shutdown()
+            await runner.value
+            (self.ids, self.gate, self.events, self.finishes) = (ids, gate, events, manager.finishes)
+        }
+
+        /// Whether every download completed byte-exact, but those of `except`.
+        func completedByteExact(_ f: ManagerFixture, prefix: String, except: Set<Int> = []) -> Bool {
+            bodies.indices.allSatisfy { index in
+                except.contains(index)
+                    || (events.terminal(ids[index]).map(\.caseName) == ["completed"]
+                        && sha256(file: f.path("\(prefix)\(index).bin")) == sha256(bodies[index]))
+            }
+        }
     }
 
     @Test func aGroupFlushesItsFileSystemOnceAfterItsBytesAndBeforeItsRecord() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let bodies = serve(f, prefix: "fs", seedBase: 21)
         let flushes = FileSystemFlushes()
         let coveredAtRecord = NIOLockedValueBox<[String: Bool]>([:])
-        let gate = Gate()
-        let store = ObservedStore(onGroup: { records in
+        let run = try await FileSystemRun(f, prefix: "fs", seedBase: 21, flushes: flushes) { records in
             let covered = flushes.covered.withLockedValue { $0.reduce(into: Set<String>()) { $0.formUnion($1) } }
             for name in records.compactMap(\.fileName) {
                 coveredAtRecord.withLockedValue { $0[name] = covered.contains(name) }
             }
-            gate.observe(records)
-        })
-        let (manager, events, runner) = try start(f, store: store, gate: gate)
-        manager.finishes.use(flushes.machine(f, sizes: sizes(bodies, prefix: "fs")))
-        let ids = try await manager.add(contentsOf: (0..<Self.count).map { try f.request("/fs\($0).bin") })
-        #expect(await events.wait { log in Set(log.filter { $0.caseName == "completed" }.map(\.download.id)) == Set(ids) })
-        try? await manager.shutdown()
-        await runner.value
-
-        for (index, body) in bodies.enumerated() {
-            #expect(sha256(file: f.path("fs\(index).bin")) == sha256(body))
         }
-        let groups = gate.groups.withLockedValue { $0 }
+        #expect(run.completedByteExact(f, prefix: "fs"))
+        let groups = run.gate.groups.withLockedValue { $0 }
         #expect(groups.count == 2, "\(groups)")
         // The first finished alone (its own `fsync`); the other five with one flush of the file
         // system, made once all five were written and before their records were stored.
         let others = Set(groups.last ?? [])
         #expect(others.count == Self.count - 1)
         #expect(flushes.covered.withLockedValue { $0 } == [others])
-        #expect(manager.finishes.fileSystemFlushedCount == Self.count - 1)
+        #expect(run.finishes.fileSystemFlushedCount == Self.count - 1)
         let covered = coveredAtRecord.withLockedValue { $0 }
         #expect(covered.filter(\.value).keys.sorted() == others.sorted(), "\(covered)")
-        #expect(gate.violations.withLockedValue { $0 } == [])
+        #expect(run.gate.violations.withLockedValue { $0 } == [])
     }
 
     @Test func aFileSystemFlushThatFailsLeavesEachFileToItsOwnFlush() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let bodies = serve(f, prefix: "ff", seedBase: 31)
         let flushes = FileSystemFlushes(result: EIO)
-        let gate = Gate()
-        let store = ObservedStore(onGroup: { gate.observe($0) })
-        let (manager, events, runner) = try start(f, store: store, gate: gate)
-        manager.finishes.use(flushes.machine(f, sizes: sizes(bodies, prefix: "ff")))
-        let ids = try await manager.add(contentsOf: (0..<Self.count).map { try f.request("/ff\($0).bin") })
-        #expect(await events.wait { log in Set(log.filter { $0.caseName == "completed" }.map(\.download.id)) == Set(ids) })
-        try? await manager.shutdown()
-        await runner.value
-
-        for (index, body) in bodies.enumerated() {
-            #expect(sha256(file: f.path("ff\(index).bin")) == sha256(body))
-        }
+        let run = try await FileSystemRun(f, prefix: "ff", seedBase: 31, flushes: flushes)
+        #expect(run.completedByteExact(f, prefix: "ff"))
         #expect(flushes.covered.withLockedValue { $0.count } == 1, "the group of five asked once")
-        #expect(manager.finishes.fileSystemFlushedCount == 0)
-        #expect(gate.violations.withLockedValue { $0 } == [])
+        #expect(run.finishes.fileSystemFlushedCount == 0)
+        #expect(run.gate.violations.withLockedValue { $0 } == [])
     }
 
     /// Much else waiting to be written on the machine, or no way to tell: each file its own flush.
@@ -259,23 +270,12 @@ struct FinishGroupsTests {
     func muchElseDirtyKeepsTheFileSystemUnflushed(dirty: Int?) async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let bodies = serve(f, prefix: "fd", seedBase: 41)
         let flushes = FileSystemFlushes()
-        let gate = Gate()
-        let store = ObservedStore(onGroup: { gate.observe($0) })
-        let (manager, events, runner) = try start(f, store: store, gate: gate)
-        manager.finishes.use(flushes.machine(f, sizes: sizes(bodies, prefix: "fd"), dirty: dirty))
-        let ids = try await manager.add(contentsOf: (0..<Self.count).map { try f.request("/fd\($0).bin") })
-        #expect(await events.wait { log in Set(log.filter { $0.caseName == "completed" }.map(\.download.id)) == Set(ids) })
-        try? await manager.shutdown()
-        await runner.value
-
-        for (index, body) in bodies.enumerated() {
-            #expect(sha256(file: f.path("fd\(index).bin")) == sha256(body))
-        }
-        #expect(gate.groups.withLockedValue { $0.count } == 2)
+        let run = try await FileSystemRun(f, prefix: "fd", seedBase: 41, flushes: flushes, dirty: dirty)
+        #expect(run.completedByteExact(f, prefix: "fd"))
+        #expect(run.gate.groups.withLockedValue { $0.count } == 2)
         #expect(flushes.covered.withLockedValue { $0 } == [])
-        #expect(manager.finishes.fileSystemFlushedCount == 0)
+        #expect(run.finishes.fileSystemFlushedCount == 0)
     }
 
     /// A file whose pages could not be written fails alone when its group flushed the file system:
@@ -283,34 +283,19 @@ struct FinishGroupsTests {
     @Test func aFileThatCannotBeWrittenFailsAloneWhenTheFileSystemWasFlushed() async throws {
         let f = try await ManagerFixture.make()
         defer { f.stop() }
-        let bodies = serve(f, prefix: "fe", seedBase: 51)
         let victim = f.path("fe3.bin.swoop")
         FlushFaults.armFromFinish(victim)
         defer { FlushFaults.disarm(victim) }
         let flushes = FileSystemFlushes()
-        let gate = Gate()
-        let store = ObservedStore(onGroup: { gate.observe($0) })
-        let (manager, events, runner) = try start(f, store: store, gate: gate)
-        manager.finishes.use(flushes.machine(f, sizes: sizes(bodies, prefix: "fe")))
-        let ids = try await manager.add(contentsOf: (0..<Self.count).map { try f.request("/fe\($0).bin") })
-        #expect(await events.wait { log in Set(log.filter(\.isTerminal).map(\.download.id)) == Set(ids) })
-        try? await manager.shutdown()
-        await runner.value
-
+        let run = try await FileSystemRun(f, prefix: "fe", seedBase: 51, flushes: flushes)
         #expect(flushes.covered.withLockedValue { $0.count } == 1)
-        for (index, id) in ids.enumerated() {
-            let ends = events.terminal(id)
-            if index == 3 {
-                guard case .failed(_, let error)? = ends.first else {
-                    Issue.record("fe3.bin ended \(ends.map(\.caseName)), not failed")
-                    continue
-                }
-                #expect(error.message == "cannot flush \(victim): Input/output error", "\(error.message)")
-                #expect(!FileSystem.exists(f.path("fe3.bin")))
-            } else {
-                #expect(ends.map(\.caseName) == ["completed"])
-                #expect(sha256(file: f.path("fe\(index).bin")) == sha256(bodies[index]))
-            }
+        #expect(run.completedByteExact(f, prefix: "fe", except: [3]))
+        let ends = run.events.terminal(run.ids[3])
+        guard case .failed(_, let error)? = ends.first else {
+            Issue.record("fe3.bin ended \(ends.map(\.caseName)), not failed")
+            return
         }
+        #expect(error.message == "cannot flush \(victim): Input/output error", "\(error.message)")
+        #expect(!FileSystem.exists(f.path("fe3.bin")))
     }
 }
