@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import ServiceLifecycle
 import SwoopConsole
 import SwoopKit
@@ -56,8 +57,15 @@ struct DownloadSession {
         // What the result lines need: how each download ended, and when it started (for the time
         // a text line shows; not under -q or --json, which print no such line).
         let timesStarts = !global.json && !console.quiet
+        // Whether a download started transferring here: a run that only waited for another swoop
+        // (or was stopped while adding) saved no progress of its own. Noted as the events pass,
+        // under -q and --json too, which take no `started` event.
+        let startedHere = NIOLockedValueBox(false)
         let events = manager.events { event in
-            if timesStarts, case .started = event { return true }
+            if case .started = event {
+                startedHere.withLockedValue { $0 = true }
+                return timesStarts
+            }
             return event.isTerminal
         }
         let display = BoardPrinter(console: console)
@@ -94,9 +102,6 @@ struct DownloadSession {
         interruption.onSignal { Task { await group.triggerGracefulShutdown() } }
 
         var status = ExitStatus.success
-        // Whether a download started transferring here: a run that only waited for another swoop
-        // (or was stopped while adding) saved no progress of its own.
-        var startedHere = false
         do {
             let report = try await service.reconciled()
             reportPublished(report.published.count)
@@ -109,7 +114,7 @@ struct DownloadSession {
             if ids.isEmpty {
                 console.notice("nothing to resume" + (try await leftOut(states: bareResume, manager: manager)))
             } else {
-                (status, startedHere) = await follow(events, pending: Set(ids), origins: origins, interrupted: { interruption.received != nil })
+                status = await follow(events, pending: Set(ids), origins: origins, interrupted: { interruption.received != nil })
             }
         } catch let error as SwoopError {
             // A signal during start-up shuts the manager down under `add`: that is no error of its own.
@@ -127,7 +132,7 @@ struct DownloadSession {
         interruption.stop()
         if let signal = interruption.received {
             let how = signal == SIGTERM ? "terminated" : "interrupted"
-            let saved = startedHere ? "; progress saved." : " before any download started here."
+            let saved = startedHere.withLockedValue { $0 } ? "; progress saved." : " before any download started here."
             console.notice("\(how)\(saved) Run `\(resumeCommand)` (or the same command) to continue.")
             throw ExitCode(signal == SIGTERM ? ExitStatus.terminated : ExitStatus.interrupted)
         }
@@ -203,11 +208,9 @@ struct DownloadSession {
 
     /// Prints each download's result as it ends; returns the exit status once all have ended (or
     /// the manager stopped).
-    /// Prints each download's result as it ends; returns the exit status, and whether any download
-    /// started transferring in this process.
     private func follow(
         _ events: DownloadEvents, pending: Set<Download.ID>, origins: [Download.ID: String], interrupted: () -> Bool
-    ) async -> (Int32, startedAny: Bool) {
+    ) async -> Int32 {
         var pending = pending
         let total = pending.count
         var done = 0
@@ -217,11 +220,9 @@ struct DownloadSession {
         // When each download first started in this run, and from how many bytes: its result line
         // gives the time it took and the average speed.
         var starts: [Download.ID: (at: ContinuousClock.Instant, bytes: Int)] = [:]
-        var startedAny = false
         for await event in events {
             if case .started(let download) = event, starts[download.id] == nil {
                 starts[download.id] = (.now, download.completedBytes)
-                startedAny = true
             }
             guard event.isTerminal, pending.remove(event.download.id) != nil else { continue }
             let download = event.download
@@ -268,12 +269,12 @@ struct DownloadSession {
                 }
             }
         }
-        if let first = skipped.first ?? failures.first?.error { return (ExitStatus.code(for: first), startedAny) }
+        if let first = skipped.first ?? failures.first?.error { return ExitStatus.code(for: first) }
         if stopped > 0 && global.quiet && !global.json {
             // -q hid each one's line: the exit status is not left to say it alone.
             console.warning("\(stopped) download\(stopped == 1 ? " was" : "s were") paused or removed by another command")
         }
-        return (stopped > 0 ? ExitStatus.stopped : ExitStatus.success, startedAny)
+        return stopped > 0 ? ExitStatus.stopped : ExitStatus.success
     }
 
     /// The closing line's count: `1190 of 1192 downloads complete, 2 failed; 8 lines of the list

@@ -225,6 +225,17 @@ struct ControlAcrossProcessesTests: CLISuite {
         #expect(try await list().first?["state"] as? String == "interrupted")
     }
 
+    /// With --json (which takes no `started` event for its lines) a Ctrl-C during a transfer still
+    /// says its progress was saved.
+    @Test func ctrlCWithJSONOutputSaysProgressSaved() async throws {
+        defer { stop() }
+        let (running, _, _) = try await startStalled("json.bin", size: 2_000_000, after: 400_000, ["--json"])
+        running.signal(SIGINT)
+        let result = await running.wait()
+        #expect(result.status == 130)
+        #expect(result.stderrLines.last == "swoop: interrupted; progress saved. Run `swoop resume --state-dir \(state)` (or the same command) to continue.", "\(result.stderr)")
+    }
+
     /// A second Ctrl-C while the first one's save still waits (here for another process's write to
     /// the store) exits at once, and says so: the shell's prompt came back with no word. The same
     /// command then continues byte-exact.
