@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwoopKit
 
 /// The program's entry point. It starts ``SwoopCommand`` on Swift's thread pool, where the command
 /// exits the process when it ends, and keeps the main thread for the signals.
@@ -17,6 +18,8 @@ enum Entry {
         // as before, and the main thread only sleeps.
         let daemon = CommandLine.arguments.dropFirst().first == "daemon"
         if !daemon { Interruption.blockHandledSignals() }
+        // Every download holds files open: the soft limit (often 1024) up to the hard one.
+        DescriptorLimit.raiseToHard()
         SwoopCommand.start()
         if !daemon { Interruption.serveSignals() }
         parkForTheDaemon()

@@ -492,6 +492,29 @@ struct GetCommandTests: CLISuite {
         #expect(range?.hasPrefix("bytes=") == true && range != "bytes=0-", "\(String(describing: range))")
     }
 
+    /// Started with a soft limit of 256 open files (a hard one above), swoop raises it to the hard
+    /// one: every download, and every one being finished, holds files open.
+    @Test func theOpenFileLimitRisesToTheHardOne() async throws {
+        defer { stop() }
+        _ = serve("/held.bin", size: 1_000_000)
+        server.enqueue("/held.bin", .stallAfter(bytes: 100_000))
+        var limit = rlimit()
+        #expect(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        let hard = limit.rlim_max == rlim_t.max ? 1 << 20 : min(Int(limit.rlim_max), 1 << 20)
+        try #require(hard > 256, "the hard limit must be above 256 for this test")
+        let running = try SwoopBinary.Running(
+            ["-c", "ulimit -Sn 256 && exec \"$0\" \"$@\"", SwoopBinary.path, "get", "--state-dir", state, "-d", out, server.url("/held.bin")],
+            directory: root, executable: "/bin/sh"
+        )
+        #expect(await eventually { server.bodyBytesSent(to: "/held.bin") >= 100_000 })
+        let limits = (try? String(contentsOfFile: "/proc/\(running.pid)/limits", encoding: .utf8)) ?? ""
+        let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }.map(String.init) ?? ""
+        let numbers = line.split(separator: " ").compactMap { Int($0) }
+        #expect(numbers.first == hard, "\(line)")
+        running.signal(SIGINT)
+        #expect(await running.wait().status == 130)
+    }
+
     /// Ctrl-C of a second process that only waited for the first says so: it saved no progress of
     /// its own (it said "progress saved"), and the first goes on.
     @Test func ctrlCOfAProcessThatOnlyWaitedSaysNothingStartedHere() async throws {

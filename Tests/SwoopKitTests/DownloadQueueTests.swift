@@ -195,6 +195,23 @@ struct DownloadQueueTests {
         #expect(Self.ids(queue.nextStarts()) == ["d9"])
     }
 
+    /// The downloads being finished hold their part files open: the descriptors the process may
+    /// hold bound how many (half of them, less two for each running download); none left, a
+    /// download keeps its slot until it is finished.
+    @Test(arguments: [
+        // (-j, descriptor limit, most finishing at once)
+        (16, Int?.none, 128), (16, 1024, 128), (16, 20_000, 128), (128, 1024, 256), (200, 1024, 112),
+        (256, 1024, 0), (400, 1024, 0), (1, 16, 6), (1, 4, 0),
+    ] as [(Int, Int?, Int)])
+    func theDescriptorsBoundHowManyAreFinishedAtOnce(jobs: Int, descriptors: Int?, finishing: Int) {
+        let limits = DownloadQueue.Limits(maxConcurrent: jobs, maxPerHost: nil, descriptors: descriptors)
+        #expect(limits.maxFinishing == finishing)
+        var queue = DownloadQueue(limits: limits)
+        queue.enqueue([Self.entry("a", position: 0)])
+        #expect(Self.ids(queue.nextStarts()) == ["a"])
+        #expect(queue.finishing(Download.ID("a")) == (finishing > 0))
+    }
+
     /// The queue against a plain model of its rule (the waiting entries sorted, the first that fit
     /// the limits start), through random enqueues, starts, ends, removals, priority changes and
     /// moves: starting from the front moves an index rather than the array, and every other

@@ -27,6 +27,29 @@ struct GroupFlushTests {
         #expect(GroupFlush.choose(files: files, bytes: bytes, dirtyOnMachine: dirty) == expected)
     }
 
+    /// A big file handed its bytes to the write-back as they came: at most a chunk of it may still
+    /// be dirty, and only that much is taken for the group's own.
+    @Test func aGroupsOwnDirtyBytesCountAtMostAChunkAFile() {
+        let chunk = PartFile.writebackChunk
+        #expect(GroupFlush.mayStillBeDirty(fileSizes: []) == 0)
+        #expect(GroupFlush.mayStillBeDirty(fileSizes: [65536, 1024]) == 66560)
+        #expect(GroupFlush.mayStillBeDirty(fileSizes: [600 << 20, 65536]) == chunk + 65536)
+        #expect(GroupFlush.mayStillBeDirty(fileSizes: [chunk, chunk + 1]) == 2 * chunk)
+        // A 600 MB file's group with 500 MB of another program's dirty data: each file its own flush.
+        let bytes = GroupFlush.mayStillBeDirty(fileSizes: [600 << 20, 65536])
+        #expect(GroupFlush.choose(files: 2, bytes: bytes, dirtyOnMachine: (500 << 20) + bytes) == .eachFile)
+        #expect(GroupFlush.choose(files: 2, bytes: bytes, dirtyOnMachine: bytes) == .fileSystem)
+    }
+
+    @Test func theDescriptorLimitRisesToTheHardOne() throws {
+        var limit = rlimit()
+        try #require(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        let raised = DescriptorLimit.raiseToHard()
+        let hard = limit.rlim_max == rlim_t.max ? 1 << 20 : min(Int(clamping: limit.rlim_max), 1 << 20)
+        #expect(raised == max(hard, Int(clamping: limit.rlim_cur)))
+        #expect(DescriptorLimit.current == raised)
+    }
+
     static let meminfo = """
         MemTotal:       24568232 kB
         MemFree:        10118804 kB

@@ -29,12 +29,20 @@ enum GroupFlush: Equatable, Sendable {
 
     /// - Parameters:
     ///   - files: How many files the group flushes.
-    ///   - bytes: Their bytes, all of which may still be waiting to be written.
+    ///   - bytes: Their bytes that may still be waiting to be written (``mayStillBeDirty(fileSizes:)``).
     ///   - dirtyOnMachine: What the machine has waiting to be written and being written, in bytes
     ///     (``dirtyBytes(meminfo:)``); `nil` when it cannot be known.
     static func choose(files: Int, bytes: Int, dirtyOnMachine: Int?) -> GroupFlush {
         guard files > 1, let dirty = dirtyOnMachine else { return .eachFile }
         return dirty - bytes <= othersDirtyLimit ? .fileSystem : .eachFile
+    }
+
+    /// How much of files of these sizes may still wait to be written when they finish: a download
+    /// hands its bytes to the disk's write-back every ``PartFile/writebackChunk`` as they come, so
+    /// at most that much of each. (Counting a big file's whole size as its own let a `syncfs` wait
+    /// for as much of another program's dirty data: 500 MB behind a 600 MB download's group.)
+    static func mayStillBeDirty(fileSizes: [Int]) -> Int {
+        fileSizes.reduce(0) { $0 + min(max(0, $1), PartFile.writebackChunk) }
     }
 
     /// Whether a `syncfs` of a file system of this type (`statfs`'s `f_type`) makes its files'

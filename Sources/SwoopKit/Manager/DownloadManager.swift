@@ -98,7 +98,10 @@ public actor DownloadManager {
         self.rateLimits = try RateLimits(configuration.limits)
         self.client = try HTTPClientPool(configuration)
         self.queue = DownloadQueue(
-            limits: .init(maxConcurrent: configuration.queue.maxConcurrentDownloads, maxPerHost: configuration.queue.maxPerHost)
+            limits: .init(
+                maxConcurrent: configuration.queue.maxConcurrentDownloads, maxPerHost: configuration.queue.maxPerHost,
+                descriptors: DescriptorLimit.current
+            )
         )
         (starts, startsContinuation) = AsyncStream.makeStream(of: Download.ID.self)
     }

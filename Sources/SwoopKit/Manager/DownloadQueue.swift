@@ -14,6 +14,9 @@ struct DownloadQueue: Sendable {
         var maxConcurrent: Int
         /// `nil`: no per-host limit.
         var maxPerHost: Int?
+        /// How many files the process may hold open (``DescriptorLimit``), `nil` when unlimited
+        /// or unknown: it bounds ``maxFinishing``.
+        var descriptors: Int? = nil
 
         /// How many downloads may be finished at once with their slots given up (``finishing(_:)``):
         /// eight times ``maxConcurrent``, so at most nine times it are under way. On a journaled disk
@@ -23,7 +26,16 @@ struct DownloadQueue: Sendable {
         /// 0.85 × twice's for 10,000 × 1 KiB onto a fresh ext4 (0.96 × for 2,000 × 64 KiB), at
         /// 2.5–3.3 MiB more peak RSS (41 MiB for the 10,000); eight times, once a group flushes its
         /// file system at once (``GroupFlush``), 0.94 × four times' for 2,000 × 64 KiB (7 runs).
-        var maxFinishing: Int { maxConcurrent * 8 }
+        ///
+        /// Each holds its part file open: no more than what half of the ``descriptors`` leaves
+        /// once each running download is counted twice (its part file and a connection; the other
+        /// half is for `-x`'s connections, the store, the event loops, the daemon's clients). With
+        /// none left, a download keeps its slot until it is finished.
+        var maxFinishing: Int {
+            let wanted = maxConcurrent * 8
+            guard let descriptors else { return wanted }
+            return max(0, min(wanted, descriptors / 2 - 2 * maxConcurrent))
+        }
     }
 
     /// One queued download.

@@ -91,7 +91,7 @@ final class FinishGroups: Sendable {
     /// that are ready to be recorded. Those that are not are resumed with their error here.
     private static func flush(_ group: [Member], machine: Machine, confirmed: NIOLockedValueBox<Int>) -> [Flushed] {
         let transfers = group.map(\.transfer.value)
-        let bytes = transfers.reduce(0) { $0 + $1.offset }
+        let bytes = GroupFlush.mayStillBeDirty(fileSizes: transfers.map(\.offset))
         let byFileSystem: [Bool]
         // A single file is flushed alone whatever else is dirty: no need to look.
         let dirty = group.count > 1 ? machine.dirtyBytes() : nil
