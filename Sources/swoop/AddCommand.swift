@@ -26,7 +26,8 @@ struct AddCommand: AsyncParsableCommand {
                 throw SwoopError(.invalidArgument, "with --store, -d is a path on the daemons' machines: give it absolute (got \(directory))").exit(on: console)
             }
             do {
-                let (requests, badLines) = try request.prepared(transfer: transfer, console: console, makeDirectory: false).requestsAndBadLines
+                let prepared = try request.prepared(transfer: transfer, console: console, makeDirectory: false)
+                let (requests, badLines) = (prepared.requests, prepared.badLines)
                 if let catalogue = try await fleet.catalogue() {
                     try await withCatalogue(catalogue) { catalogue in
                         try await FleetActions.add(
@@ -45,7 +46,8 @@ struct AddCommand: AsyncParsableCommand {
             throw SwoopError(.invalidArgument, "\(unsupported) is not taken through the daemon running on \(global.stateDirectory)").exit(on: console)
         }
         // A bad line of a list is reported and skipped; the rest go on, and the exit status says so.
-        let (requests, badLines) = try request.prepared(transfer: transfer, console: console, makeDirectory: daemon == nil).requestsAndBadLines
+        let prepared = try request.prepared(transfer: transfer, console: console, makeDirectory: daemon == nil)
+        let (requests, badLines) = (prepared.requests, prepared.badLines)
         var status = badLines.first.map(ExitStatus.code(for:)) ?? ExitStatus.success
         if let daemon {
             for request in requests {

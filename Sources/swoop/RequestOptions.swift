@@ -125,9 +125,6 @@ struct RequestOptions: ParsableArguments {
         /// Where in the list each request came from: an error of its download names the line, as a
         /// bad line's does.
         var origins = ListOrigins()
-
-        /// For commands that name no line (`swoop add`).
-        var requestsAndBadLines: ([DownloadRequest], [SwoopError]) { (requests, badLines) }
     }
 
     /// The requests, and the errors of the list's lines that could not be made into one.

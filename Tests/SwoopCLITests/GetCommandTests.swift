@@ -470,17 +470,26 @@ struct GetCommandTests: CLISuite {
         #expect((percent ?? 0) > 62.5, "\(resumed.stderr)")
     }
 
+    /// Two `swoop get` of `path` at once: the first stalled after `stalledAfter` bytes, the second
+    /// waiting for it (it said so). Returns the body, both processes and the second's line.
+    func secondWaitingForFirst(
+        _ path: String, size: Int, stalledAfter: Int
+    ) async throws -> (body: [UInt8], first: SwoopBinary.Running, second: SwoopBinary.Running, waiting: String) {
+        let body = serve(path, size: size)
+        server.enqueue(path, .stallAfter(bytes: stalledAfter))
+        let first = try start([server.url(path)])
+        #expect(await eventually { server.bodyBytesSent(to: path) >= stalledAfter })
+        let second = try start([server.url(path)])
+        let waiting = "swoop: \(server.url(path)) is already being downloaded by another swoop process (pid \(first.pid)): waiting for it"
+        #expect(await eventually { ((try? String(contentsOf: second.err, encoding: .utf8)) ?? "").contains(waiting) })
+        return (body, first, second, waiting)
+    }
+
     /// Two `swoop get` of one download at once: the second waits for the first, saying so once,
     /// and when the first stops (Ctrl-C) it goes on from the bytes the first kept.
     @Test func aSecondProcessWaitsForTheFirstAndTakesOverWhatItStopped() async throws {
         defer { stop() }
-        let body = serve("/shared.bin", size: 2_000_000)
-        server.enqueue("/shared.bin", .stallAfter(bytes: 500_000))
-        let first = try start([server.url("/shared.bin")])
-        #expect(await eventually { server.bodyBytesSent(to: "/shared.bin") >= 500_000 })
-        let second = try start([server.url("/shared.bin")])
-        let waiting = "swoop: \(server.url("/shared.bin")) is already being downloaded by another swoop process (pid \(first.pid)): waiting for it"
-        #expect(await eventually { ((try? String(contentsOf: second.err, encoding: .utf8)) ?? "").contains(waiting) })
+        let (body, first, second, waiting) = try await secondWaitingForFirst("/shared.bin", size: 2_000_000, stalledAfter: 500_000)
         first.signal(SIGINT)
         #expect(await first.wait().status == 130)
         let result = await second.wait()
@@ -519,13 +528,7 @@ struct GetCommandTests: CLISuite {
     /// its own (it said "progress saved"), and the first goes on.
     @Test func ctrlCOfAProcessThatOnlyWaitedSaysNothingStartedHere() async throws {
         defer { stop() }
-        let body = serve("/waited.bin", size: 1_000_000)
-        server.enqueue("/waited.bin", .stallAfter(bytes: 300_000))
-        let first = try start([server.url("/waited.bin")])
-        #expect(await eventually { server.bodyBytesSent(to: "/waited.bin") >= 300_000 })
-        let second = try start([server.url("/waited.bin")])
-        let waiting = "swoop: \(server.url("/waited.bin")) is already being downloaded by another swoop process (pid \(first.pid)): waiting for it"
-        #expect(await eventually { ((try? String(contentsOf: second.err, encoding: .utf8)) ?? "").contains(waiting) })
+        let (body, first, second, _) = try await secondWaitingForFirst("/waited.bin", size: 1_000_000, stalledAfter: 300_000)
         second.signal(SIGINT)
         let result = await second.wait()
         #expect(result.status == 130)

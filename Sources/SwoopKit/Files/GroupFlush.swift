@@ -50,9 +50,10 @@ enum GroupFlush: Equatable, Sendable {
     /// `sync_fs` commits the journal or transaction and flushes the disk's cache after waiting for
     /// the data), tmpfs (nothing to flush), and overlayfs (it flushes its upper file system).
     static func coversItsFiles(fileSystemType: Int) -> Bool {
-        let types: Set<Int> = [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x0102_1994, 0x794C_7630]
-        return types.contains(fileSystemType)
+        coveringTypes.contains(fileSystemType)
     }
+
+    private static let coveringTypes: Set<Int> = [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x0102_1994, 0x794C_7630]
 
     /// The bytes `/proc/meminfo` counts as waiting to be written (`Dirty`) and being written
     /// (`Writeback`), or `nil` when either line is missing or not a number of kB. Read as bytes: a

@@ -196,9 +196,14 @@ final class PartFile: Sendable {
     /// Flushes the whole file's data to disk now, whatever was flushed before (segmented downloads,
     /// which track what a flush covers themselves).
     func flush() throws {
+        try waitForBackgroundFlush()
+        if let failure = Self.flush(fd, path: path, metadata: false) { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
+    }
+
+    /// Waits for a background flush still running, and throws the failure of one that failed.
+    private func waitForBackgroundFlush() throws {
         syncQueue.sync {}
         if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
-        if let failure = Self.flush(fd, path: path, metadata: false) { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
     }
 
     /// Flushes the file: its data (`fdatasync`), with `metadata` its modification time too
@@ -206,6 +211,16 @@ final class PartFile: Sendable {
     private static func flush(_ fd: Int32, path: String, metadata: Bool) -> Int32? {
         if let injected = FlushFaults.failure(path: path, metadata: metadata) { return injected }
         return (metadata ? fsync(fd) : fdatasync(fd)) == 0 ? nil : errno
+    }
+
+    /// Waits for the file's writeback and returns the `errno` of its write errors since it was
+    /// opened (`sync_file_range` with both waits reports them as `fsync` does), or one a test armed
+    /// (``FlushFaults``, as for the finish's flush); without `sync_file_range`, flushes it.
+    private static func confirmWritten(_ fd: Int32, path: String) -> Int32? {
+        if let injected = FlushFaults.failure(path: path, metadata: true) { return injected }
+        guard let syncFileRange else { return flush(fd, path: path, metadata: true) }
+        let waitWriteWait: UInt32 = 1 | 2 | 4  // SYNC_FILE_RANGE_WAIT_BEFORE | WRITE | WAIT_AFTER
+        return syncFileRange(fd, 0, 0, waitWriteWait) == 0 ? nil : errno
     }
 
     /// Asks the kernel to start writing `length` bytes at `offset` to disk now, without waiting
@@ -230,8 +245,7 @@ final class PartFile: Sendable {
     /// - Parameter metadata: Flush the modification time too (`fsync`, not `fdatasync`): for the
     ///   last flush before a download is recorded complete with the file's size and mtime.
     func syncNow(upTo offset: Int, metadata: Bool = false) throws {
-        syncQueue.sync {}
-        if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
+        try waitForBackgroundFlush()
         // Nothing past the last flush (a part file just created, or saved again): no disk round trip.
         if !metadata, offset <= syncedBytes { return }
         if let failure = Self.flush(fd, path: path, metadata: metadata) { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
@@ -244,14 +258,8 @@ final class PartFile: Sendable {
     /// write errors since it was opened (`sync_file_range` with both waits reports them as `fsync`
     /// does), without a journal commit or cache flush of its own.
     func confirmFlushed(upTo offset: Int) throws {
-        syncQueue.sync {}
-        if let failure = syncFailure { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
-        if let injected = FlushFaults.failure(path: path, metadata: true) {
-            throw SwoopError.fileSystem("flush", path: path, errno: injected)
-        }
-        let waitWriteWait: UInt32 = 1 | 2 | 4  // SYNC_FILE_RANGE_WAIT_BEFORE | WRITE | WAIT_AFTER
-        guard let syncFileRange = Self.syncFileRange else { return try syncNow(upTo: offset, metadata: true) }
-        if syncFileRange(fd, 0, 0, waitWriteWait) != 0 { throw SwoopError.fileSystem("flush", path: path, errno: errno) }
+        try waitForBackgroundFlush()
+        if let failure = Self.confirmWritten(fd, path: path) { throw SwoopError.fileSystem("flush", path: path, errno: failure) }
         sync.withLockedValue { $0.synced = max($0.synced, offset) }
     }
 
